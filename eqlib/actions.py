@@ -1,0 +1,414 @@
+"""Linear actions (representations) of finite groups on vectors, images and tokens.
+
+An :class:`Action` ``rho`` of a group G on R^d gives a matrix ``rho(g)`` for every
+element and acts on batches with ``rho.act(g, x)`` (x of shape ``(..., d)``, or
+``(..., *rho.shape)`` for actions on images and token sequences). Permutation-like
+actions (mirrors and rotations of images, token permutations, signed permutations)
+act by indexing, so a 3072-dimensional image action never builds a dense matrix.
+
+Chapter: *Groups and actions* (book/part1/02_groups_and_actions).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from .groups import FiniteGroup, GroupElement, dihedral, flip
+
+__all__ = [
+    "Action",
+    "MatrixAction",
+    "PermutationAction",
+    "DirectSum",
+    "from_matrices",
+    "trivial",
+    "permutation",
+    "signed_permutation",
+    "regular",
+    "mirror",
+    "image_dihedral",
+    "image_rotations",
+    "token_permutation",
+    "check_homomorphism",
+    "check_equivariance",
+]
+
+Tensor = torch.Tensor
+
+
+class Action:
+    """A linear action ρ: G → GL(d) of a finite group.
+
+    Subclasses implement :meth:`act`; :meth:`matrix` then follows by acting on the
+    identity matrix. ``rho(g)`` is ``rho.matrix(g)``; ``rho1 + rho2`` is the direct sum.
+
+    Chapter: *Groups and actions*.
+    """
+
+    group: FiniteGroup
+    dim: int
+    shape: tuple[int, ...]  # the shape of one vector: (dim,) or e.g. (C, H, W)
+
+    def act(self, g: GroupElement, x: Tensor) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def matrix(self, g: GroupElement) -> Tensor:
+        """ρ(g) as a dense (dim, dim) float tensor."""
+        eye = torch.eye(self.dim)
+        return self.act(g, eye).T.contiguous()  # columns are ρ(g) e_j
+
+    def __call__(self, g: GroupElement) -> Tensor:
+        return self.matrix(g)
+
+    def matrices(self) -> Tensor:
+        """All ρ(g), stacked in the group's element order: (|G|, dim, dim)."""
+        return torch.stack([self.matrix(g) for g in self.group])
+
+    def __add__(self, other: "Action") -> "DirectSum":
+        return DirectSum(self, other)
+
+    def _flat(self, x: Tensor) -> tuple[Tensor, Callable[[Tensor], Tensor]]:
+        """View x as (..., dim); return it and the map back to x's shape."""
+        if x.shape[-1:] == (self.dim,) and self.shape == (self.dim,):
+            return x, lambda y: y
+        k = len(self.shape)
+        if tuple(x.shape[-k:]) == self.shape:
+            lead = x.shape[:-k]
+            return x.reshape(*lead, self.dim), lambda y: y.reshape(*lead, *self.shape)
+        if x.shape[-1:] == (self.dim,):
+            return x, lambda y: y
+        raise ValueError(
+            f"{type(self).__name__} acts on vectors of shape {self.shape} (or flat {self.dim}), "
+            f"got a tensor of shape {tuple(x.shape)}"
+        )
+
+    def _check(self, g: GroupElement) -> int:
+        if not isinstance(g, GroupElement) or g.group != self.group:
+            raise ValueError(f"{g!r} is not an element of {self.group.name}, the group this action is of")
+        return g.index
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.group.name}, dim={self.dim})"
+
+
+class MatrixAction(Action):
+    """An action given by one explicit matrix per element: ``act(g, x) = x @ ρ(g)ᵀ``.
+
+    Chapter: *Groups and actions*.
+    """
+
+    def __init__(self, group: FiniteGroup, matrices: Tensor, shape: tuple[int, ...] | None = None):
+        self.group = group
+        self._matrices = torch.as_tensor(matrices, dtype=torch.get_default_dtype())
+        if self._matrices.shape[0] != group.order or self._matrices.shape[1] != self._matrices.shape[2]:
+            raise ValueError(f"need {group.order} square matrices, got shape {tuple(self._matrices.shape)}")
+        self.dim = self._matrices.shape[1]
+        self.shape = shape or (self.dim,)
+
+    def matrix(self, g: GroupElement) -> Tensor:
+        return self._matrices[self._check(g)].clone()
+
+    def matrices(self) -> Tensor:
+        return self._matrices.clone()
+
+    def act(self, g: GroupElement, x: Tensor) -> Tensor:
+        xf, back = self._flat(x)
+        m = self._matrices[self._check(g)].to(device=x.device, dtype=x.dtype)
+        return back(xf @ m.T)
+
+
+class PermutationAction(Action):
+    """A (signed) permutation action: ``(ρ(g) x)_i = s_i(g) · x_{p_i(g)}``.
+
+    Args:
+        group: the group.
+        index: integer array (|G|, dim); row g is the index map p(g).
+        signs: optional ±1 array (|G|, dim); None for plain permutations.
+        shape: the shape of one vector (default ``(dim,)``), e.g. (C, H, W) for images.
+
+    Chapter: *Groups and actions*.
+    """
+
+    def __init__(self, group: FiniteGroup, index, signs=None, shape: tuple[int, ...] | None = None):
+        self.group = group
+        self.index = torch.as_tensor(np.asarray(index), dtype=torch.long)
+        if self.index.ndim != 2 or self.index.shape[0] != group.order:
+            raise ValueError(f"need one index map per element: shape ({group.order}, dim), got {tuple(self.index.shape)}")
+        self.dim = self.index.shape[1]
+        ok = torch.sort(self.index, dim=1).values == torch.arange(self.dim)
+        if not bool(ok.all()):
+            raise ValueError("every index map of a permutation action must be a permutation of 0..dim-1")
+        self.signs = None if signs is None else torch.as_tensor(np.asarray(signs), dtype=torch.get_default_dtype())
+        if self.signs is not None and not bool((self.signs.abs() == 1).all()):
+            raise ValueError("signs of a signed permutation action must be ±1")
+        self.shape = tuple(shape) if shape is not None else (self.dim,)
+        if int(np.prod(self.shape)) != self.dim:
+            raise ValueError(f"shape {self.shape} does not hold {self.dim} entries")
+
+    def act(self, g: GroupElement, x: Tensor) -> Tensor:
+        i = self._check(g)
+        xf, back = self._flat(x)
+        y = xf[..., self.index[i].to(x.device)]
+        if self.signs is not None:
+            y = y * self.signs[i].to(device=x.device, dtype=x.dtype)
+        return back(y)
+
+    def matrix(self, g: GroupElement) -> Tensor:
+        i = self._check(g)
+        m = torch.zeros(self.dim, self.dim)
+        s = self.signs[i] if self.signs is not None else torch.ones(self.dim)
+        m[torch.arange(self.dim), self.index[i]] = s
+        return m
+
+    def permutation(self, g: GroupElement) -> Tensor:
+        """The index map p(g), so that ``act(g, x) = signs * x[..., p(g)]``."""
+        return self.index[self._check(g)].clone()
+
+    @classmethod
+    def from_generators(
+        cls,
+        group: FiniteGroup,
+        generator_index: Mapping[GroupElement, Sequence[int]],
+        generator_signs: Mapping[GroupElement, Sequence[float]] | None = None,
+        shape: tuple[int, ...] | None = None,
+    ) -> "PermutationAction":
+        """Extend index maps (and signs) given on the generators to the whole group,
+        along the words of :attr:`FiniteGroup.words`; check it is a homomorphism."""
+        dim = len(next(iter(generator_index.values())))
+        gen_p = [np.asarray(generator_index[s], dtype=np.int64) for s in group.generators]
+        gen_s = [
+            np.asarray(generator_signs[s], dtype=np.float64) if generator_signs else np.ones(dim)
+            for s in group.generators
+        ]
+        index = np.empty((group.order, dim), dtype=np.int64)
+        signs = np.empty((group.order, dim))
+        for g, word in zip(group, group.words):
+            p, s = np.arange(dim), np.ones(dim)
+            for k in word:  # ρ(a s_k) = ρ(a) ρ(s_k)
+                p, s = gen_p[k][p], s * gen_s[k][p]
+            index[g.index], signs[g.index] = p, s
+        action = cls(group, index, signs if generator_signs else None, shape)
+        _require_homomorphism(action)
+        return action
+
+
+class DirectSum(Action):
+    """ρ_1 ⊕ ρ_2: acts blockwise on concatenated vectors.
+
+    Chapter: *Groups and actions*.
+    """
+
+    def __init__(self, *parts: Action):
+        if not parts or any(p.group != parts[0].group for p in parts):
+            raise ValueError("a direct sum needs actions of one and the same group")
+        self.group = parts[0].group
+        self.parts = [q for p in parts for q in (p.parts if isinstance(p, DirectSum) else [p])]
+        self.dim = sum(p.dim for p in self.parts)
+        self.shape = (self.dim,)
+
+    def act(self, g: GroupElement, x: Tensor) -> Tensor:
+        self._check(g)
+        chunks = torch.split(x, [p.dim for p in self.parts], dim=-1)
+        return torch.cat([p.act(g, c) for p, c in zip(self.parts, chunks)], dim=-1)
+
+    def matrix(self, g: GroupElement) -> Tensor:
+        return torch.block_diag(*[p.matrix(g) for p in self.parts])
+
+
+# -- checks ---------------------------------------------------------------------------
+def check_homomorphism(rho: Action, num_probes: int = 8, seed: int = 0) -> float:
+    """Largest violation of ρ(e) = I and ρ(g)ρ(h) = ρ(gh) over all pairs (g, h).
+
+    Measured on random probe vectors (so it is cheap for large image actions), as the
+    largest absolute entry of ``ρ(g)(ρ(h)x) − ρ(gh)x`` relative to the probes' scale.
+
+    Chapter: *Groups and actions*.
+    """
+    G = rho.group
+    x = torch.randn(num_probes, rho.dim, generator=torch.Generator().manual_seed(seed))
+    err = (rho.act(G.identity, x) - x).abs().max().item()
+    acted = [rho.act(h, x) for h in G]
+    for g in G:
+        for h in G:
+            err = max(err, (rho.act(g, acted[h.index]) - acted[(g @ h).index]).abs().max().item())
+    return err / x.abs().max().item()
+
+
+def _require_homomorphism(rho: Action, tol: float = 1e-5) -> None:
+    err = check_homomorphism(rho)
+    if not err <= tol:  # also catches NaN
+        raise ValueError(
+            f"these matrices do not define an action of {rho.group.name}: "
+            f"max |ρ(g)ρ(h) − ρ(gh)| = {err:.3g} (or ρ(e) ≠ I)"
+        )
+
+
+def check_equivariance(
+    f: Callable[[Tensor], Tensor],
+    rho_in: Action,
+    rho_out: Action,
+    x: Tensor,
+    elements: Sequence[GroupElement] | None = None,
+) -> dict[GroupElement, float]:
+    """Relative equivariance error of f for each group element:
+
+    .. math:: \\frac{\\lVert f(\\rho_{in}(g)x) - \\rho_{out}(g) f(x) \\rVert}{\\lVert f(x) \\rVert}
+
+    over the whole batch x (Frobenius norms). Returns ``{g: error}``.
+
+    Chapter: *Groups and actions*; used throughout.
+    """
+    if rho_in.group != rho_out.group:
+        raise ValueError("rho_in and rho_out must be actions of the same group")
+    elements = list(elements) if elements is not None else rho_in.group.elements
+    with torch.no_grad():
+        fx = f(x)
+        scale = fx.norm().clamp_min(1e-12)
+        return {g: ((f(rho_in.act(g, x)) - rho_out.act(g, fx)).norm() / scale).item() for g in elements}
+
+
+# -- factories ------------------------------------------------------------------------
+def from_matrices(group: FiniteGroup, matrices: Mapping[GroupElement, object]) -> MatrixAction:
+    """An action from explicit matrices, given for every element or for the generators.
+
+    Raises:
+        ValueError: if the matrices do not form a homomorphism G → GL(d).
+
+    Chapter: *Groups and actions*.
+    """
+    mats = {g: torch.as_tensor(np.asarray(m), dtype=torch.get_default_dtype()) for g, m in matrices.items()}
+    for g in mats:
+        if not isinstance(g, GroupElement) or g.group != group:
+            raise ValueError(f"{g!r} is not an element of {group.name}")
+    d = next(iter(mats.values())).shape[0]
+    if all(g in mats for g in group):
+        stacked = torch.stack([mats[g] for g in group])
+    elif all(s in mats for s in group.generators):
+        stacked = torch.empty(group.order, d, d)
+        for g, word in zip(group, group.words):
+            m = torch.eye(d)
+            for k in word:
+                m = m @ mats[group.generators[k]]
+            stacked[g.index] = m
+    else:
+        raise ValueError("give a matrix for every element, or at least for every generator")
+    action = MatrixAction(group, stacked)
+    _require_homomorphism(action)
+    return action
+
+
+def trivial(group: FiniteGroup, dim: int = 1) -> PermutationAction:
+    """ρ(g) = I for every g.
+
+    Chapter: *Groups and actions*.
+    """
+    return PermutationAction(group, np.tile(np.arange(dim), (group.order, 1)))
+
+
+def permutation(group: FiniteGroup, points: Mapping[GroupElement, Sequence[int]] | np.ndarray) -> PermutationAction:
+    """The permutation representation of an action of G on points {0..d-1}.
+
+    ``points[g][i]`` is the image of point i under g; ρ(g) sends e_i to e_{g·i}.
+
+    Chapter: *Groups and actions*.
+    """
+    return signed_permutation(group, points, None)
+
+
+def signed_permutation(
+    group: FiniteGroup,
+    points: Mapping[GroupElement, Sequence[int]] | np.ndarray,
+    signs: Mapping[GroupElement, Sequence[float]] | np.ndarray | None,
+) -> PermutationAction:
+    """ρ(g) e_i = s_{g·i}(g) e_{g·i}: a monomial matrix with entries ±1.
+
+    Raises:
+        ValueError: if the maps are not permutations or not a homomorphism.
+
+    Chapter: *Groups and actions*.
+    """
+    pts = np.stack([np.asarray(points[g]) for g in group]) if isinstance(points, Mapping) else np.asarray(points)
+    index = np.argsort(pts, axis=1)  # (ρ(g)x)_j = x_{g^{-1}·j}
+    sg = None
+    if signs is not None:
+        sg = np.stack([np.asarray(signs[g]) for g in group]) if isinstance(signs, Mapping) else np.asarray(signs)
+    action = PermutationAction(group, index, sg)
+    _require_homomorphism(action)
+    return action
+
+
+def regular(group: FiniteGroup) -> PermutationAction:
+    """The regular representation on R^|G|: ρ(g) e_h = e_{gh}.
+
+    Chapter: *Groups and actions*.
+    """
+    return permutation(group, group.table)
+
+
+def _image_index(shape: tuple[int, ...], transform: Callable[[Tensor], Tensor]) -> np.ndarray:
+    grid = torch.arange(int(np.prod(shape))).reshape(shape)
+    return transform(grid).reshape(-1).numpy()
+
+
+def mirror(shape: tuple[int, int, int], axis: str = "horizontal") -> PermutationAction:
+    """The mirror group Z2 = :func:`~eqlib.groups.flip` acting on images of shape (C, H, W).
+
+    ``axis="horizontal"`` swaps left and right (flips the width axis, the symmetry of
+    natural photographs); ``axis="vertical"`` swaps top and bottom (the control).
+
+    Chapter: *Groups and actions*.
+    """
+    dims = {"horizontal": -1, "vertical": -2}
+    if axis not in dims:
+        raise ValueError(f"axis must be 'horizontal' or 'vertical', got {axis!r}")
+    G = flip()
+    m = _image_index(tuple(shape), lambda t: torch.flip(t, dims=(dims[axis],)))
+    return PermutationAction.from_generators(G, {G["m"]: m}, shape=tuple(shape))
+
+
+def image_dihedral(shape: tuple[int, int, int]) -> PermutationAction:
+    """D4 acting on square images (C, H, H): r rotates by 90° counter-clockwise, s is
+    the horizontal mirror.
+
+    Chapter: *Groups and actions*.
+    """
+    if len(shape) != 3 or shape[1] != shape[2]:
+        raise ValueError(f"rotations by 90° need square images (C, H, H), got {shape}")
+    G = dihedral(4)
+    r = _image_index(tuple(shape), lambda t: torch.rot90(t, 1, dims=(-2, -1)))
+    s = _image_index(tuple(shape), lambda t: torch.flip(t, dims=(-1,)))
+    return PermutationAction.from_generators(G, {G["r"]: r, G["s"]: s}, shape=tuple(shape))
+
+
+def image_rotations(shape: tuple[int, int, int]) -> PermutationAction:
+    """C4 acting on square images by rotations of 90°.
+
+    Chapter: *Groups and actions*.
+    """
+    from .groups import cyclic
+
+    if len(shape) != 3 or shape[1] != shape[2]:
+        raise ValueError(f"rotations by 90° need square images (C, H, H), got {shape}")
+    G = cyclic(4)
+    r = _image_index(tuple(shape), lambda t: torch.rot90(t, 1, dims=(-2, -1)))
+    return PermutationAction.from_generators(G, {G["r"]: r}, shape=tuple(shape))
+
+
+def token_permutation(group: FiniteGroup, n_tokens: int, token_dim: int) -> PermutationAction:
+    """A permutation group G ≤ S_n permuting the tokens of sequences (n_tokens, token_dim).
+
+    ``group`` must carry ``permutations`` (as :func:`~eqlib.groups.symmetric` and
+    :func:`~eqlib.groups.from_permutations` do); token i moves to position g(i).
+
+    Chapter: *Groups and actions*; used in *Attention*.
+    """
+    perms = getattr(group, "permutations", None)
+    if perms is None or perms.shape[1] != n_tokens:
+        raise ValueError(f"{group.name} must be a group of permutations of {n_tokens} tokens")
+    inv = np.argsort(perms, axis=1)  # new position j holds old token g^{-1}(j)
+    index = (inv[:, :, None] * token_dim + np.arange(token_dim)[None, None, :]).reshape(group.order, -1)
+    action = PermutationAction(group, index, None, (n_tokens, token_dim))
+    _require_homomorphism(action)
+    return action

@@ -1,0 +1,10 @@
+"""Models as sequences of parametric layers (the formalism of the course).
+
+Chapter: *Models, latent spaces and submodels* (book/part1/03_models_and_submodels).
+"""
+from .attention import AttentionNetwork, MultiHeadAttention
+from .base import Layer, Model
+from .mlp import ACTIVATIONS, ODD_ACTIVATIONS, MLP, Dense
+
+__all__ = ["Layer", "Model", "Dense", "MLP", "ACTIVATIONS", "ODD_ACTIVATIONS",
+           "MultiHeadAttention", "AttentionNetwork"]

@@ -1,0 +1,96 @@
+"""The formalism of a model of depth L: layers f_i(x; θ_i) composed in sequence.
+
+Chapter: *Models, latent spaces and submodels* (book/part1/03_models_and_submodels).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+__all__ = ["Layer", "Model"]
+
+
+class Layer(nn.Module):
+    """One layer f_i(·; θ_i): V_{i-1} → V_i. Its parameters θ_i are the module's.
+
+    ``in_shape`` and ``out_shape`` are the shapes of one latent vector of V_{i-1} and V_i.
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+
+    @property
+    def in_dim(self) -> int:
+        return int(torch.Size(self.in_shape).numel())
+
+    @property
+    def out_dim(self) -> int:
+        return int(torch.Size(self.out_shape).numel())
+
+
+class Model(nn.Module):
+    """A model of depth L: f(·; θ) = f_L(·; θ_L) ∘ … ∘ f_1(·; θ_1).
+
+    Args:
+        layers: the layers f_1, …, f_L; each one's ``out_shape`` must be the next
+            one's ``in_shape``.
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+
+    def __init__(self, layers: Sequence[Layer]):
+        super().__init__()
+        if len(layers) == 0:
+            raise ValueError("a model needs at least one layer")
+        for i, (a, b) in enumerate(zip(layers[:-1], layers[1:]), start=1):
+            if tuple(a.out_shape) != tuple(b.in_shape):
+                raise ValueError(f"layer {i} outputs {a.out_shape} but layer {i + 1} takes {b.in_shape}")
+        self.layers = nn.ModuleList(layers)
+
+    @property
+    def depth(self) -> int:
+        """L, the number of layers."""
+        return len(self.layers)
+
+    @property
+    def shapes(self) -> list[tuple[int, ...]]:
+        """Shapes of one vector of V_0, V_1, …, V_L."""
+        return [tuple(self.layers[0].in_shape)] + [tuple(l.out_shape) for l in self.layers]
+
+    @property
+    def dims(self) -> list[int]:
+        """dim V_0, dim V_1, …, dim V_L."""
+        return [int(torch.Size(s).numel()) for s in self.shapes]
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def latents(self, x: torch.Tensor, upto: int | None = None) -> list[torch.Tensor]:
+        """[f_{≤1}(x), f_{≤2}(x), …, f_{≤L}(x)] (stops after layer ``upto`` if given)."""
+        out = []
+        for layer in self.layers[: upto if upto is not None else self.depth]:
+            x = layer(x)
+            out.append(x)
+        return out
+
+    def prefix(self, i: int) -> "Model":
+        """f_{≤i} = f_i ∘ … ∘ f_1 as a model sharing this model's parameters."""
+        if not 1 <= i <= self.depth:
+            raise ValueError(f"prefix length must be in 1..{self.depth}, got {i}")
+        return Model(list(self.layers[:i]))
+
+    def check_finite(self) -> None:
+        """Raise ValueError naming the first parameter holding NaN or inf."""
+        for name, p in self.named_parameters():
+            if not torch.isfinite(p).all():
+                raise ValueError(f"parameter {name} holds NaN or inf values")

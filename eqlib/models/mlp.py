@@ -1,0 +1,129 @@
+"""Multilayer perceptrons: layers f_i(x) = σ_i(W_i x + b_i).
+
+Chapter: *Models, latent spaces and submodels* (book/part1/03_models_and_submodels).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .base import Layer, Model
+
+__all__ = ["ACTIVATIONS", "ODD_ACTIVATIONS", "Dense", "MLP"]
+
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "tanh": torch.tanh,
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "sigmoid": torch.sigmoid,
+    "identity": lambda z: z,
+}
+#: activations with σ(−z) = −σ(z)
+ODD_ACTIVATIONS = frozenset({"tanh", "identity"})
+
+
+def _generator(seed: int | torch.Generator | None) -> torch.Generator:
+    if isinstance(seed, torch.Generator):
+        return seed
+    return torch.Generator().manual_seed(0 if seed is None else int(seed))
+
+
+class Dense(Layer):
+    """f(x; W, b) = σ(W x + b) with W of shape (out, in).
+
+    Args:
+        in_dim, out_dim: dimensions of V_{i-1} and V_i.
+        activation: one of ``ACTIVATIONS`` (tanh, relu, gelu, sigmoid, identity).
+        bias: whether the layer has b.
+        seed: seed (or torch.Generator) of the PyTorch-default uniform initialisation.
+        init_scale: multiplies the initial weights.
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, activation: str = "identity", bias: bool = True,
+                 seed: int | torch.Generator | None = 0, init_scale: float = 1.0):
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; choose from {sorted(ACTIVATIONS)}")
+        self.in_shape, self.out_shape = (int(in_dim),), (int(out_dim),)
+        self.activation = activation
+        gen = _generator(seed)
+        bound = 1.0 / math.sqrt(in_dim)
+        self.weight = nn.Parameter((torch.rand(out_dim, in_dim, generator=gen) * 2 - 1) * bound * init_scale)
+        self.bias = nn.Parameter((torch.rand(out_dim, generator=gen) * 2 - 1) * bound) if bias else None
+
+    def preactivation(self, x: torch.Tensor) -> torch.Tensor:
+        """W x + b."""
+        return F.linear(x, self.weight, self.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ACTIVATIONS[self.activation](self.preactivation(x))
+
+    def extra_repr(self) -> str:
+        return f"{self.in_dim} → {self.out_dim}, σ={self.activation}, bias={self.bias is not None}"
+
+
+class MLP(Model):
+    """An MLP of depth L = len(widths) − 1.
+
+    Args:
+        widths: [d_0, d_1, …, d_L].
+        activations: one name for every hidden layer (the last layer is then linear),
+            or a list of L − 1 names (hidden layers) or L names (every layer).
+        bias: whether layers have biases.
+        seed: seed of the initialisation.
+        init_scale: multiplies every layer's initial weights; a list gives one per layer.
+
+    Example:
+        >>> net = MLP([3072, 512, 256, 10], activations=["tanh", "gelu"])
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+
+    def __init__(self, widths: Sequence[int], activations: str | Sequence[str] = "tanh", bias: bool = True,
+                 seed: int | None = 0, init_scale: float | Sequence[float] = 1.0):
+        L = len(widths) - 1
+        if L < 1:
+            raise ValueError(f"an MLP needs at least two widths, got {list(widths)}")
+        if isinstance(activations, str):
+            acts = [activations] * (L - 1) + ["identity"]
+        else:
+            acts = list(activations)
+            if len(acts) == L - 1:
+                acts.append("identity")
+            if len(acts) != L:
+                raise ValueError(f"need {L - 1} or {L} activations for {L} layers, got {len(acts)}")
+        scales = [init_scale] * L if isinstance(init_scale, (int, float)) else list(init_scale)
+        gen = _generator(seed)
+        super().__init__([
+            Dense(widths[i], widths[i + 1], acts[i], bias, gen, scales[i]) for i in range(L)
+        ])
+
+    @property
+    def widths(self) -> list[int]:
+        return self.dims
+
+    @property
+    def activations(self) -> list[str]:
+        return [layer.activation for layer in self.layers]
+
+    def weights(self) -> list[torch.Tensor]:
+        return [layer.weight for layer in self.layers]
+
+    def biases(self) -> list[torch.Tensor | None]:
+        return [layer.bias for layer in self.layers]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() > 2:  # images (N, C, H, W) → (N, CHW)
+            x = x.flatten(1)
+        return super().forward(x)
+
+    def latents(self, x: torch.Tensor, upto: int | None = None) -> list[torch.Tensor]:
+        if x.dim() > 2:
+            x = x.flatten(1)
+        return super().latents(x, upto)
