@@ -1,0 +1,534 @@
+"""The trainer: data on the device, seeded batches, mirror penalties, resumable caches.
+
+One straight path: uint8 images ``(N, 3, 32, 32)`` are moved to the device once,
+converted and normalised there batch by batch, shuffled by a seeded permutation of
+indices on the device, mirror-augmented with a vectorised mask; no per-sample Python.
+Trained models are cached on disk by a hash of (model spec, :class:`TrainConfig`, data
+spec), written atomically, and an interrupted run resumes from its last complete epoch
+with the same final weights as an uninterrupted run.
+
+The mirror penalties (THEORY.md §6, scaled as a *mean* over coordinates):
+
+.. math::
+    P_{\\mathrm{equi}} = \\operatorname{mean}\\,\\big(f(m x) - m f(x)\\big)^2, \\qquad
+    P_{\\mathrm{inv}} = \\operatorname{mean}\\,\\big(f(m x) - f(x)\\big)^2,
+
+switched on after ``penalty_start`` of training and ramped up linearly over
+``penalty_ramp`` of training (an abrupt switch blew up Adam on large autoencoders).
+
+Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .device import default_device
+from .io import CorruptFileError, cache_dir, config_hash, load_torch, save_torch
+
+__all__ = ["TrainConfig", "TrainResult", "train", "cached_train", "mirror_images", "prepare_images",
+           "penalty_term", "penalty_weight_at", "learning_rate_at", "evaluate_accuracy", "CIFAR_MEAN", "CIFAR_STD"]
+
+#: per-channel mean and standard deviation of the CIFAR-10 training images (in [0, 1])
+CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
+CIFAR_STD = (0.2470, 0.2435, 0.2616)
+
+_TASKS = ("classify", "autoencode")
+_OPTIMIZERS = ("adam", "sgd")
+_SCHEDULES = ("constant", "warmup_linear")
+_PENALTIES = ("none", "equivariance", "invariance")
+_AXES = {"horizontal": -1, "vertical": -2}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines a training run (its fields define the cache hash).
+
+    Args:
+        task: ``"classify"`` (cross-entropy on logits) or ``"autoencode"`` (mean squared
+            error between the reconstruction and the normalised input).
+        epochs: passes over the data.
+        batch_size: images per step.
+        lr: peak learning rate.
+        optimizer: ``"adam"`` or ``"sgd"`` (with ``momentum``).
+        momentum: SGD momentum (ignored by Adam).
+        weight_decay: decoupled (AdamW-style) for Adam, L2 for SGD.
+        schedule: ``"constant"`` or ``"warmup_linear"`` (linear warm-up over
+            ``warmup`` of training, then linear decay to 0).
+        warmup: fraction of training spent warming up.
+        augment_mirror: mirror each image with probability 1/2 along ``mirror_axis``.
+        penalty: ``"none"``, ``"equivariance"`` (autoencoders: f(mx) ≈ m f(x)) or
+            ``"invariance"`` (classifiers: f(mx) ≈ f(x)).
+        penalty_weight: the weight once fully on.
+        penalty_start: fraction of training after which the penalty is on (the paper:
+            the second half, 0.5).
+        penalty_ramp: fraction of training over which the weight ramps linearly from 0
+            (0 switches it on abruptly).
+        mirror_axis: ``"horizontal"`` (the trained symmetry) or ``"vertical"``.
+        mean, std: per-channel normalisation applied on the device.
+        grad_clip: clip the gradient norm to this value (0: no clipping).
+        snapshot_every: keep a copy of the weights every this many epochs (0: none);
+            epoch 0 (the initialisation) is included.
+        seed: seed of the batch order, augmentation and nothing else (the model's
+            initialisation is the model builder's business).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+
+    task: str = "classify"
+    epochs: int = 10
+    batch_size: int = 256
+    lr: float = 1e-3
+    optimizer: str = "adam"
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    schedule: str = "constant"
+    warmup: float = 0.05
+    augment_mirror: bool = False
+    penalty: str = "none"
+    penalty_weight: float = 0.0
+    penalty_start: float = 0.5
+    penalty_ramp: float = 0.1
+    mirror_axis: str = "horizontal"
+    mean: tuple[float, float, float] = CIFAR_MEAN
+    std: tuple[float, float, float] = CIFAR_STD
+    grad_clip: float = 0.0
+    snapshot_every: int = 0
+    seed: int = 0
+
+    def __post_init__(self):
+        def choose(name, options):
+            if getattr(self, name) not in options:
+                raise ValueError(f"TrainConfig.{name} must be one of {options}, got {getattr(self, name)!r}")
+
+        choose("task", _TASKS)
+        choose("optimizer", _OPTIMIZERS)
+        choose("schedule", _SCHEDULES)
+        choose("penalty", _PENALTIES)
+        choose("mirror_axis", tuple(_AXES))
+        if int(self.epochs) < 1 or int(self.batch_size) < 1:
+            raise ValueError(f"epochs and batch_size must be positive, got {self.epochs}, {self.batch_size}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be positive, got {self.lr}")
+        for name in ("penalty_start", "penalty_ramp", "warmup"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"TrainConfig.{name} is a fraction of training in [0, 1], got {getattr(self, name)}")
+        if self.penalty_weight < 0 or self.weight_decay < 0:
+            raise ValueError("penalty_weight and weight_decay must be non-negative")
+        if self.penalty == "equivariance" and self.task != "autoencode":
+            raise ValueError("the equivariance penalty f(mx) ≈ m f(x) needs image outputs: use task='autoencode' "
+                             "(classifiers take penalty='invariance')")
+        if len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:
+            raise ValueError(f"mean and std need 3 channels with std > 0, got {self.mean}, {self.std}")
+        object.__setattr__(self, "mean", tuple(float(v) for v in self.mean))
+        object.__setattr__(self, "std", tuple(float(v) for v in self.std))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict of the fields."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "TrainConfig":
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - fields
+        if unknown:
+            raise ValueError(f"unknown TrainConfig fields {sorted(unknown)}")
+        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()})
+
+    def replace(self, **changes: Any) -> "TrainConfig":
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` returns.
+
+    Attributes:
+        model: the trained model (in eval mode, on the training device).
+        history: per-epoch lists ``epoch``, ``loss``, ``task_loss``, ``penalty``,
+            ``penalty_weight``, ``accuracy`` (training batches, classifiers),
+            ``test_accuracy`` / ``test_loss`` (when eval data is given), ``lr``,
+            ``images_per_s``, ``seconds``.
+        snapshots: ``[(epoch, state_dict), ...]`` every ``snapshot_every`` epochs (CPU).
+        config: the :class:`TrainConfig`.
+        from_cache: whether :func:`cached_train` loaded it rather than training.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+
+    model: nn.Module
+    history: dict[str, list]
+    snapshots: list[tuple[int, dict[str, torch.Tensor]]] = field(default_factory=list)
+    config: TrainConfig | None = None
+    from_cache: bool = False
+
+    def snapshot_model(self, index: int, build_model: Callable[[], nn.Module]) -> nn.Module:
+        """A fresh ``build_model()`` loaded with snapshot ``index`` (eval mode, CPU)."""
+        model = build_model()
+        model.load_state_dict(self.snapshots[index][1])
+        return model.eval()
+
+
+# --------------------------------------------------------------------------- pieces
+
+def mirror_images(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
+    """Mirror a batch of images ``(N, C, H, W)`` (or flattened ``(N, C·H·W)`` with C·H·W = 3·32·32).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    if axis not in _AXES:
+        raise ValueError(f"axis must be one of {tuple(_AXES)}, got {axis!r}")
+    if x.dim() == 2:
+        if x.shape[1] != 3 * 32 * 32:
+            raise ValueError(f"flattened images must have 3·32·32 = 3072 coordinates, got {x.shape[1]}")
+        return x.view(-1, 3, 32, 32).flip(_AXES[axis]).reshape(x.shape)
+    if x.dim() != 4:
+        raise ValueError(f"expected images (N, C, H, W) or (N, 3072), got shape {tuple(x.shape)}")
+    return x.flip(_AXES[axis])
+
+
+def prepare_images(images: torch.Tensor, mean=CIFAR_MEAN, std=CIFAR_STD) -> torch.Tensor:
+    """uint8 images ``(N, 3, H, W)`` → float32, scaled to [0, 1] and normalised per channel.
+
+    Float input is taken to be in [0, 1] already. Runs on the images' device.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    if images.dim() != 4 or images.shape[1] != 3:
+        raise ValueError(f"expected images of shape (N, 3, H, W), got {tuple(images.shape)}")
+    x = images.float() / 255.0 if images.dtype == torch.uint8 else images.float()
+    m = torch.tensor(mean, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+    s = torch.tensor(std, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+    return (x - m) / s
+
+
+def penalty_term(model: nn.Module, x: torch.Tensor, kind: str, axis: str = "horizontal",
+                 out: torch.Tensor | None = None) -> torch.Tensor:
+    """The mirror penalty of ``model`` on a batch ``x`` (N, 3, 32, 32), as a mean over coordinates.
+
+    ``kind="equivariance"``: mean of (f(m x) − m f(x))² (outputs are images or flattened
+    images); ``kind="invariance"``: mean of (f(m x) − f(x))². ``out`` = f(x) if already
+    computed. Zero for an exactly equivariant / invariant model.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    if kind not in ("equivariance", "invariance"):
+        raise ValueError(f"kind must be 'equivariance' or 'invariance', got {kind!r}")
+    fx = model(x) if out is None else out
+    fmx = model(mirror_images(x, axis))
+    target = mirror_images(fx, axis) if kind == "equivariance" else fx
+    return (fmx - target).pow(2).mean()
+
+
+def penalty_weight_at(config: TrainConfig, progress: float) -> float:
+    """The penalty weight after fraction ``progress`` ∈ [0, 1] of training (0 before ``penalty_start``,
+    then a linear ramp over ``penalty_ramp``, then ``penalty_weight``).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    if config.penalty == "none" or config.penalty_weight == 0:
+        return 0.0
+    if progress < config.penalty_start:
+        return 0.0
+    if config.penalty_ramp <= 0:
+        return float(config.penalty_weight)
+    return float(config.penalty_weight) * min(1.0, (progress - config.penalty_start) / config.penalty_ramp)
+
+
+def learning_rate_at(config: TrainConfig, progress: float) -> float:
+    """The learning rate after fraction ``progress`` of training under ``config.schedule``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    if config.schedule == "constant":
+        return float(config.lr)
+    if config.warmup > 0 and progress < config.warmup:
+        return float(config.lr) * progress / config.warmup
+    return float(config.lr) * max(0.0, (1.0 - progress) / max(1e-12, 1.0 - config.warmup))
+
+
+def _task_loss(out: torch.Tensor, x: torch.Tensor, y: torch.Tensor | None, task: str) -> torch.Tensor:
+    if task == "classify":
+        return F.cross_entropy(out, y)
+    return F.mse_loss(out, x.reshape(out.shape))
+
+
+@torch.no_grad()
+def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 1000,
+                      mean=CIFAR_MEAN, std=CIFAR_STD, device: str | torch.device | None = None) -> float:
+    """Classification accuracy of ``model`` on uint8 images ``(N, 3, 32, 32)`` with int labels ``(N,)``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    dev = default_device(device) if device is not None else next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    imgs, labs = images.to(dev), labels.to(dev)
+    correct = 0
+    for i in range(0, len(imgs), batch_size):
+        out = model(prepare_images(imgs[i:i + batch_size], mean, std))
+        correct += int((out.argmax(1) == labs[i:i + batch_size]).sum())
+    model.train(was_training)
+    return correct / max(1, len(imgs))
+
+
+def _check_data(images: torch.Tensor, labels: torch.Tensor | None, task: str) -> None:
+    if not isinstance(images, torch.Tensor) or images.dim() != 4 or images.shape[1] != 3:
+        raise ValueError(f"images must be a tensor (N, 3, H, W), got "
+                         f"{tuple(images.shape) if isinstance(images, torch.Tensor) else type(images)}")
+    if task == "classify":
+        if labels is None:
+            raise ValueError("task='classify' needs labels")
+        if labels.shape != (images.shape[0],):
+            raise ValueError(f"labels must have shape ({images.shape[0]},), got {tuple(labels.shape)}")
+
+
+def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    if config.optimizer == "adam":
+        if config.weight_decay > 0:
+            return torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+        return torch.optim.Adam(params, lr=config.lr)
+    return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
+
+
+def _cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
+def _empty_history() -> dict[str, list]:
+    keys = ("epoch", "loss", "task_loss", "penalty", "penalty_weight", "accuracy", "test_accuracy", "test_loss",
+            "lr", "images_per_s", "seconds")
+    return {k: [] for k in keys}
+
+
+# --------------------------------------------------------------------------- train
+
+def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, config: TrainConfig,
+          device: str | torch.device | None = None, progress: bool = True,
+          checkpoints: str | Path | None = None, checkpoint_every: int = 1,
+          eval_data: tuple[torch.Tensor, torch.Tensor] | None = None,
+          callback: Callable[[int, nn.Module, dict], None] | None = None) -> TrainResult:
+    """Train ``model`` on uint8 ``images`` (N, 3, 32, 32) under ``config``.
+
+    Args:
+        model: any module mapping float images (N, 3, 32, 32) to logits (N, K) or to
+            reconstructions (N, 3, 32, 32) / (N, 3072).
+        images: uint8 (or float in [0, 1]) images; moved once to the device.
+        labels: int64 labels (N,) for ``task="classify"`` (ignored otherwise).
+        config: the :class:`TrainConfig`.
+        device: where to train (default :func:`eqlib.device.default_device`).
+        progress: show a ``tqdm.auto`` bar with loss and images/s.
+        checkpoints: a file path; every ``checkpoint_every`` epochs the full state
+            (weights, optimizer, random generator, history) is saved there atomically,
+            and if the file exists when ``train`` starts, training resumes from it.
+        eval_data: optional (images, labels) to record test accuracy (classifiers) or
+            test loss after every epoch.
+        callback: called as ``callback(epoch, model, history)`` after each epoch (after
+            the checkpoint is saved).
+
+    Returns:
+        :class:`TrainResult`; same seed and same device give the same weights.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
+    _check_data(images, labels, config.task)
+    dev = default_device(device)
+    model.to(dev)
+    n = images.shape[0]
+    bs = min(config.batch_size, n)
+    steps_per_epoch = math.ceil(n / bs)
+    total_steps = config.epochs * steps_per_epoch
+    x_all = images.to(dev)  # once
+    y_all = labels.to(dev) if (labels is not None and config.task == "classify") else None
+    mean = torch.tensor(config.mean, device=dev).view(1, 3, 1, 1)
+    std = torch.tensor(config.std, device=dev).view(1, 3, 1, 1)
+    scale = 255.0 if x_all.dtype == torch.uint8 else 1.0
+    axis = _AXES[config.mirror_axis]
+
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(int(config.seed))
+    optimizer = _make_optimizer(model, config)
+    history = _empty_history()
+    snapshots: list[tuple[int, dict]] = []
+    start_epoch = 0
+    ckpt_path = Path(checkpoints) if checkpoints is not None else None
+    if ckpt_path is not None and ckpt_path.exists():
+        try:
+            state = load_torch(ckpt_path, map_location="cpu")
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            gen.set_state(state["generator"])
+            history = {k: list(v) for k, v in state["history"].items()}
+            snapshots = [(int(e), s) for e, s in zip(state["snapshot_epochs"], state["snapshots"])]
+            start_epoch = int(state["epoch"])
+        except (CorruptFileError, KeyError, RuntimeError) as exc:
+            warnings.warn(f"ignoring unreadable checkpoint {ckpt_path} ({exc}); training from scratch")
+            start_epoch = 0
+    if config.snapshot_every and start_epoch == 0 and not snapshots:
+        snapshots.append((0, _cpu_state(model)))
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=total_steps, initial=start_epoch * steps_per_epoch, desc=f"train {config.task}",
+                   unit="step", leave=False)
+    model.train()
+    for epoch in range(start_epoch, config.epochs):
+        t0 = time.perf_counter()
+        perm = torch.randperm(n, generator=gen, device=dev)
+        flips = (torch.rand(n, generator=gen, device=dev) < 0.5) if config.augment_mirror else None
+        sums = torch.zeros(4, device=dev)  # loss, task loss, penalty, correct
+        pw = 0.0
+        lr = config.lr
+        for b in range(steps_per_epoch):
+            step = epoch * steps_per_epoch + b
+            frac = step / total_steps
+            lr = learning_rate_at(config, frac)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            pw = penalty_weight_at(config, frac)
+            idx = perm[b * bs:(b + 1) * bs]
+            x = (x_all[idx].float() / scale - mean) / std
+            if flips is not None:
+                x = torch.where(flips[idx].view(-1, 1, 1, 1), x.flip(axis), x)
+            out = model(x)
+            task_loss = _task_loss(out, x, y_all[idx] if y_all is not None else None, config.task)
+            loss = task_loss
+            pen = torch.zeros((), device=dev)
+            if pw > 0:
+                pen = penalty_term(model, x, config.penalty, config.mirror_axis, out=out)
+                loss = task_loss + pw * pen
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            optimizer.step()
+            with torch.no_grad():
+                k = idx.numel()
+                correct = (out.argmax(1) == y_all[idx]).sum() if y_all is not None else torch.zeros((), device=dev)
+                sums += torch.stack([loss.detach() * k, task_loss.detach() * k, pen.detach() * k, correct.float()])
+            if bar is not None:
+                bar.update(1)
+                if b % 20 == 0 or b == steps_per_epoch - 1:
+                    elapsed = time.perf_counter() - t0
+                    bar.set_postfix(epoch=epoch + 1, loss=f"{float(loss):.4f}",
+                                    img_s=f"{(b + 1) * bs / max(elapsed, 1e-9):.0f}")
+        seconds = time.perf_counter() - t0
+        s = (sums / n).tolist()
+        if not math.isfinite(s[0]):
+            raise FloatingPointError(f"training diverged in epoch {epoch + 1} (loss {s[0]}); lower lr or "
+                                     f"penalty_weight, or lengthen penalty_ramp")
+        history["epoch"].append(epoch + 1)
+        history["loss"].append(s[0])
+        history["task_loss"].append(s[1])
+        history["penalty"].append(s[2])
+        history["penalty_weight"].append(pw)
+        history["accuracy"].append(s[3] if y_all is not None else float("nan"))
+        history["lr"].append(lr)
+        history["seconds"].append(seconds)
+        history["images_per_s"].append(n / max(seconds, 1e-9))
+        if eval_data is not None:
+            ex, ey = eval_data
+            model.eval()
+            if config.task == "classify":
+                history["test_accuracy"].append(evaluate_accuracy(model, ex, ey, mean=config.mean, std=config.std))
+                history["test_loss"].append(float("nan"))
+            else:
+                with torch.no_grad():
+                    xe = prepare_images(ex[:2000].to(dev), config.mean, config.std)
+                    history["test_loss"].append(float(_task_loss(model(xe), xe, None, "autoencode")))
+                history["test_accuracy"].append(float("nan"))
+            model.train()
+        if config.snapshot_every and (epoch + 1) % config.snapshot_every == 0:
+            snapshots.append((epoch + 1, _cpu_state(model)))
+        if ckpt_path is not None and ((epoch + 1) % max(1, checkpoint_every) == 0 or epoch + 1 == config.epochs):
+            save_torch({"model": _cpu_state(model), "optimizer": optimizer.state_dict(), "generator": gen.get_state(),
+                        "history": history, "epoch": epoch + 1,
+                        "snapshot_epochs": [e for e, _ in snapshots], "snapshots": [s for _, s in snapshots]},
+                       ckpt_path)
+        if callback is not None:
+            callback(epoch + 1, model, history)
+    if bar is not None:
+        bar.close()
+    model.eval()
+    return TrainResult(model=model, history=history, snapshots=snapshots, config=config)
+
+
+# --------------------------------------------------------------------------- cache
+
+def _model_spec(model: nn.Module) -> dict[str, Any]:
+    shapes = {k: list(v.shape) for k, v in model.state_dict().items()}
+    return {"class": type(model).__name__, "repr": repr(model), "shapes": shapes}
+
+
+def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
+                 data: tuple[torch.Tensor, torch.Tensor | None], cache_key_extra: Mapping[str, Any] | None = None,
+                 data_spec: Mapping[str, Any] | None = None, device: str | torch.device | None = None,
+                 progress: bool = True, eval_data: tuple[torch.Tensor, torch.Tensor] | None = None,
+                 checkpoint_every: int = 1, callback: Callable[[int, nn.Module, dict], None] | None = None,
+                 ) -> TrainResult:
+    """:func:`train` ``build_model()`` on ``data = (images, labels)``, cached on disk.
+
+    The cache key is :func:`eqlib.io.config_hash` of the model spec (class, repr, parameter
+    shapes, and a hash of the initial weights), the config, the data spec (``data_spec``
+    if given, else the data's shape and a content checksum) and ``cache_key_extra``. The
+    result (weights, history, snapshots) is saved atomically under
+    ``cache_dir("models")``; while training, a checkpoint file beside it lets an
+    interrupted run resume. A corrupt cache file is rebuilt with a warning.
+
+    Returns:
+        :class:`TrainResult` with the model on the CPU in eval mode (``from_cache`` set
+        when it was loaded).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    images, labels = data
+    model = build_model()
+    init_state = model.state_dict()
+    init_sum = float(sum(v.double().sum() + (v.double() ** 2).sum() * 1e-3 for v in init_state.values()))
+    if data_spec is None:
+        flat = images.reshape(-1)
+        step = max(1, flat.numel() // 100_000)
+        data_spec = {"shape": list(images.shape), "dtype": str(images.dtype),
+                     "checksum": float(flat[::step].double().sum()),
+                     "labels": None if labels is None else float((labels.double() * torch.arange(
+                         1, len(labels) + 1, dtype=torch.float64) % 9973).sum())}
+    key = config_hash({"model": _model_spec(model), "init": round(init_sum, 6), "config": config.to_dict(),
+                       "data": dict(data_spec), "extra": dict(cache_key_extra or {})})
+    folder = cache_dir("models")
+    path = folder / f"{type(model).__name__}-{config.task}-{key}.pt"
+    ckpt = folder / f"{type(model).__name__}-{config.task}-{key}.ckpt"
+    if path.exists():
+        try:
+            state = load_torch(path)
+            model.load_state_dict(state["model"])
+            snapshots = [(int(e), s) for e, s in zip(state["snapshot_epochs"], state["snapshots"])]
+            return TrainResult(model=model.eval(), history={k: list(v) for k, v in state["history"].items()},
+                               snapshots=snapshots, config=config, from_cache=True)
+        except (CorruptFileError, KeyError, RuntimeError) as exc:
+            warnings.warn(f"cached model {path.name} is corrupt ({exc}); retraining it")
+            path.unlink(missing_ok=True)
+            model = build_model()
+    result = train(model, images, labels, config, device=device, progress=progress, checkpoints=ckpt,
+                   checkpoint_every=checkpoint_every, eval_data=eval_data, callback=callback)
+    result.model.to("cpu")
+    save_torch({"model": _cpu_state(result.model), "history": result.history,
+                "snapshot_epochs": [e for e, _ in result.snapshots], "snapshots": [s for _, s in result.snapshots],
+                "config": json.dumps(config.to_dict())}, path)
+    ckpt.unlink(missing_ok=True)
+    return result

@@ -1,0 +1,184 @@
+"""Tests of eqlib.train: reproducibility, penalties, the cache and resuming."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from eqlib.models import MLP
+from eqlib.train import (TrainConfig, cached_train, learning_rate_at, mirror_images, penalty_term,
+                         penalty_weight_at, prepare_images, train)
+
+
+def _data(n=96, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    images = torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8, generator=g)
+    labels = torch.randint(0, 3, (n,), generator=g)
+    return images, labels
+
+
+def _clf(seed=0):
+    return MLP([3072, 16, 3], activations="tanh", seed=seed)
+
+
+def _ae(seed=0):
+    return MLP([3072, 8, 3072], activations="gelu", seed=seed)
+
+
+FAST = dict(epochs=3, batch_size=32, lr=1e-3)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("EQLIB_CACHE", str(tmp_path / "cache"))
+
+
+def _same(a: nn.Module, b: nn.Module) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_seeded_reproducibility_and_seed_matters():
+    images, labels = _data()
+    cfg = TrainConfig(task="classify", augment_mirror=True, **FAST)
+    r1 = train(_clf(), images, labels, cfg, device="cpu", progress=False)
+    r2 = train(_clf(), images, labels, cfg, device="cpu", progress=False)
+    r3 = train(_clf(), images, labels, cfg.replace(seed=1), device="cpu", progress=False)
+    assert _same(r1.model, r2.model)
+    assert not _same(r1.model, r3.model)
+    assert r1.history["epoch"] == [1, 2, 3]
+    assert len(r1.history["loss"]) == 3 and all(0 <= a <= 1 for a in r1.history["accuracy"])
+
+
+def test_training_lowers_the_loss():
+    images, labels = _data(64)
+    cfg = TrainConfig(task="classify", epochs=15, batch_size=16, lr=3e-3)
+    r = train(_clf(), images, labels, cfg, device="cpu", progress=False)
+    assert r.history["loss"][-1] < 0.5 * r.history["loss"][0]
+
+
+def test_autoencoder_with_ramped_penalty_and_snapshots():
+    images, _ = _data(64)
+    cfg = TrainConfig(task="autoencode", epochs=4, batch_size=32, penalty="equivariance", penalty_weight=1.0,
+                      penalty_start=0.5, penalty_ramp=0.25, snapshot_every=2)
+    r = train(_ae(), images, None, cfg, device="cpu", progress=False)
+    assert r.history["penalty_weight"][0] == 0 and r.history["penalty"][0] == 0
+    assert r.history["penalty"][-1] > 0 and r.history["penalty_weight"][-1] == 1.0
+    assert [e for e, _ in r.snapshots] == [0, 2, 4]
+
+
+def test_penalty_schedule_and_lr_schedule():
+    cfg = TrainConfig(penalty="invariance", penalty_weight=2.0, penalty_start=0.5, penalty_ramp=0.2)
+    assert penalty_weight_at(cfg, 0.49) == 0
+    assert penalty_weight_at(cfg, 0.6) == pytest.approx(1.0)
+    assert penalty_weight_at(cfg, 0.9) == 2.0
+    assert penalty_weight_at(cfg.replace(penalty_ramp=0.0), 0.5) == 2.0
+    sched = TrainConfig(schedule="warmup_linear", warmup=0.1, lr=1.0)
+    assert learning_rate_at(sched, 0.05) == pytest.approx(0.5)
+    assert learning_rate_at(sched, 0.1) == pytest.approx(1.0)
+    assert learning_rate_at(sched, 0.55) == pytest.approx(0.5)
+
+
+class _MirrorAverage(nn.Module):
+    """f(x) = g(x) + g(mx) with g a conv: exactly mirror-invariant logits via pooling."""
+
+    def __init__(self, equivariant: bool):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
+        self.equivariant = equivariant
+
+    def forward(self, x):
+        y = self.conv(x)
+        if self.equivariant:
+            y = y + self.conv(x.flip(-1)).flip(-1)
+        return y
+
+
+def test_penalties_zero_for_exact_symmetry_positive_otherwise_and_a_mean():
+    x = prepare_images(_data(8)[0])
+    eq = _MirrorAverage(True)
+    assert penalty_term(eq, x, "equivariance").item() < 1e-10
+    inv = nn.Sequential(_MirrorAverage(True), nn.Flatten(), nn.Linear(3072, 1))
+    # invariance: pool over width symmetrically
+    pooled = nn.Sequential(_MirrorAverage(True), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    assert penalty_term(pooled, x, "invariance").item() < 1e-10
+    assert penalty_term(inv, x, "invariance").item() > 1e-6
+    plain = _MirrorAverage(False)
+    p = penalty_term(plain, x, "equivariance")
+    assert p.item() > 1e-4
+    # a mean over coordinates: identical to the explicit mean, and not growing with the image count
+    manual = ((plain(mirror_images(x)) - mirror_images(plain(x))) ** 2).mean()
+    torch.testing.assert_close(p, manual)
+    p2 = penalty_term(plain, torch.cat([x, x]), "equivariance")
+    torch.testing.assert_close(p2, p)
+    # the identity map is equivariant; flattened outputs are handled
+    assert penalty_term(nn.Flatten(), x, "equivariance").item() == 0
+    with pytest.raises(ValueError):
+        penalty_term(plain, x, "nonsense")
+
+
+def test_bad_configs_raise():
+    with pytest.raises(ValueError, match="task"):
+        TrainConfig(task="segment")
+    with pytest.raises(ValueError, match="autoencode"):
+        TrainConfig(task="classify", penalty="equivariance")
+    with pytest.raises(ValueError, match="fraction"):
+        TrainConfig(penalty_start=1.5)
+    with pytest.raises(ValueError, match="labels"):
+        train(_clf(), _data()[0], None, TrainConfig(), device="cpu", progress=False)
+    cfg = TrainConfig(weight_decay=0.1, seed=3)
+    assert TrainConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_cache_hit_and_miss():
+    images, labels = _data()
+    cfg = TrainConfig(task="classify", **FAST)
+    r1 = cached_train(_clf, cfg, (images, labels), progress=False)
+    r2 = cached_train(_clf, cfg, (images, labels), progress=False)
+    assert not r1.from_cache and r2.from_cache
+    assert _same(r1.model, r2.model) and r2.history["loss"] == r1.history["loss"]
+    r3 = cached_train(_clf, cfg.replace(lr=2e-3), (images, labels), progress=False)
+    assert not r3.from_cache and not _same(r1.model, r3.model)
+    r4 = cached_train(_clf, cfg, (images, labels), cache_key_extra={"variant": "b"}, progress=False)
+    assert not r4.from_cache
+
+
+def test_corrupt_cache_is_rebuilt_with_a_warning(tmp_path):
+    images, labels = _data()
+    cfg = TrainConfig(task="classify", **FAST)
+    r1 = cached_train(_clf, cfg, (images, labels), progress=False)
+    from eqlib.io import cache_dir
+    (path,) = list(cache_dir("models").glob("*.pt"))
+    path.write_bytes(b"not a checkpoint")
+    with pytest.warns(UserWarning, match="corrupt"):
+        r2 = cached_train(_clf, cfg, (images, labels), progress=False)
+    assert not r2.from_cache and _same(r1.model, r2.model)
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def test_resume_after_interruption_gives_the_same_weights():
+    images, labels = _data()
+    cfg = TrainConfig(task="classify", epochs=4, batch_size=32, augment_mirror=True, weight_decay=0.01,
+                      schedule="warmup_linear", snapshot_every=1)
+    straight = train(_clf(), images, labels, cfg, device="cpu", progress=False)
+
+    def stop(epoch, model, history):
+        if epoch == 2:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        cached_train(_clf, cfg, (images, labels), progress=False, callback=stop)
+    from eqlib.io import cache_dir
+    assert len(list(cache_dir("models").glob("*.ckpt"))) == 1
+    seen = []
+    resumed = cached_train(_clf, cfg, (images, labels), progress=False,
+                           callback=lambda e, m, h: seen.append(e))
+    assert seen == [3, 4]  # continued from the last complete epoch
+    assert _same(straight.model, resumed.model)
+    assert resumed.history["loss"] == straight.history["loss"]
+    assert [e for e, _ in resumed.snapshots] == [0, 1, 2, 3, 4]
+    assert not list(cache_dir("models").glob("*.ckpt"))
