@@ -1,0 +1,237 @@
+"""Measuring linear equivariance of features by least squares (Lenc & Vedaldi style).
+
+Fit an unconstrained linear map A with ``A f(y) ≈ f(g·y)`` on one half of the samples
+and report, on the other half, the median relative error
+``‖f(g·y) − A f(y)‖ / ‖f(y)‖``. A small error says the features carry a *linear*
+action of g; comparing A with the nearest signed permutation says whether that action
+lies in the layer's symmetry group.
+
+Solvers: ``"gelsd"`` (:func:`torch.linalg.lstsq` with the SVD driver; correct on
+rank-deficient problems such as networks with dead units; the CPU default) and
+``"normal"`` (the normal equations ``(XᵀX/n + ridge·I) Aᵀ = XᵀY/n`` solved through an
+eigendecomposition with a relative cut-off, so rank deficiency is handled like a
+pseudo-inverse; the GPU default, and the fast choice: one d×d Gram matmul). The CPU
+default driver ``gelsy`` of :func:`torch.linalg.lstsq` is *not* used: it returns wrong
+fits on rank-deficient problems.
+
+Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps); used in *Reproducing the
+CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from ..actions import Action
+from ..groups import GroupElement
+
+__all__ = ["LinearFit", "fit_linear_action", "linear_equivariance_error", "paired_features", "relative_errors"]
+
+Tensor = torch.Tensor
+
+
+@dataclass
+class LinearFit:
+    """Result of :func:`fit_linear_action`.
+
+    Attributes:
+        A: (d, d) map with ``A f(y) ≈ f(g y)`` (i.e. ``features_transformed ≈ features @ A.T``).
+        median_error: median relative error on the held-out samples.
+        errors: (n_test,) relative error of every held-out sample.
+        fit_median_error: median relative error on the fitting samples.
+        n_fit, n_test: the sizes of the two halves.
+        solver: ``"gelsd"`` or ``"normal"``.
+
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    """
+
+    A: Tensor
+    median_error: float
+    errors: Tensor
+    fit_median_error: float
+    n_fit: int
+    n_test: int
+    solver: str
+
+    def __repr__(self) -> str:
+        return (f"LinearFit(d={self.A.shape[0]}, median_error={self.median_error:.4g} on {self.n_test} held-out "
+                f"samples, fit error {self.fit_median_error:.4g} on {self.n_fit}, solver={self.solver})")
+
+
+def relative_errors(A: Tensor, X: Tensor, Y: Tensor, chunk: int = 65536) -> Tensor:
+    """``‖Y_n − A X_n‖ / ‖X_n‖`` for every row n (chunked to bound memory): (N,).
+
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    """
+    out = []
+    At = A.T.to(X.dtype)
+    for s in range(0, X.shape[0], chunk):
+        x, y = X[s:s + chunk], Y[s:s + chunk]
+        out.append((y - x @ At).norm(dim=1) / x.norm(dim=1).clamp_min(1e-12))
+    return torch.cat(out) if out else X.new_zeros(0)
+
+
+def _solve_normal(X: Tensor, Y: Tensor, ridge: float, rcond: float) -> Tensor:
+    """Aᵀ from the normal equations, Gram matrix in the features' dtype, solve in float64."""
+    n = X.shape[0]
+    G = (X.T @ X).double() / n
+    R = (X.T @ Y).double() / n
+    if ridge > 0:
+        G = G + ridge * torch.eye(G.shape[0], dtype=G.dtype, device=G.device)
+    evals, evecs = torch.linalg.eigh(G)
+    keep = evals > rcond * evals.max().clamp_min(1e-300)
+    inv = torch.where(keep, 1.0 / evals.clamp_min(1e-300), torch.zeros_like(evals))
+    return (evecs * inv) @ (evecs.T @ R)
+
+
+def fit_linear_action(
+    features: Tensor,
+    features_transformed: Tensor,
+    fit_fraction: float = 0.5,
+    ridge: float = 0.0,
+    solver: str | None = None,
+    rcond: float = 1e-10,
+) -> LinearFit:
+    """Fit A with ``A f(y) ≈ f(g y)`` on the first part of the samples; score on the rest.
+
+    Args:
+        features: (N, d) rows f(y_n).
+        features_transformed: (N, d) rows f(g·y_n).
+        fit_fraction: share of the rows (the first ones) used to fit; the error is
+            reported on the others (if ``fit_fraction == 1`` on the same rows).
+        ridge: λ in ``min ‖X Aᵀ − Y‖²/n + λ‖A‖²`` (forces the normal-equation solver).
+        solver: ``"gelsd"`` or ``"normal"``; default ``"gelsd"`` on CPU without ridge,
+            ``"normal"`` otherwise (CUDA's lstsq has no rank-revealing driver).
+        rcond: relative eigenvalue cut-off of the normal-equation solver.
+
+    Returns:
+        :class:`LinearFit`.
+
+    Raises:
+        ValueError: on mismatched shapes, a bad fraction, too few samples or an
+            unknown solver.
+
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    """
+    X, Y = features, features_transformed
+    if X.ndim != 2 or X.shape != Y.shape:
+        raise ValueError(f"features must be two (N, d) tensors of one shape, got {tuple(X.shape)} and {tuple(Y.shape)}")
+    if not 0 < fit_fraction <= 1:
+        raise ValueError(f"fit_fraction must be in (0, 1], got {fit_fraction}")
+    if ridge < 0:
+        raise ValueError(f"ridge must be >= 0, got {ridge}")
+    N, d = X.shape
+    n_fit = int(round(N * fit_fraction))
+    if n_fit < 1 or (fit_fraction < 1 and n_fit >= N):
+        raise ValueError(f"{N} samples cannot be split with fit_fraction={fit_fraction}")
+    if solver is None:
+        solver = "gelsd" if (X.device.type == "cpu" and ridge == 0) else "normal"
+    if solver not in ("gelsd", "normal"):
+        raise ValueError(f"solver must be 'gelsd' or 'normal', got {solver!r}")
+    if solver == "gelsd" and (ridge > 0 or X.device.type != "cpu"):
+        raise ValueError("solver='gelsd' needs ridge=0 and CPU tensors; use solver='normal'")
+    Xf, Yf = X[:n_fit], Y[:n_fit]
+    if solver == "gelsd":
+        At = torch.linalg.lstsq(Xf, Yf, driver="gelsd").solution
+    else:
+        At = _solve_normal(Xf, Yf, ridge, rcond)
+    A = At.T.to(X.dtype).contiguous()
+    fit_err = relative_errors(A, Xf, Yf)
+    if fit_fraction < 1:
+        errors = relative_errors(A, X[n_fit:], Y[n_fit:])
+    else:
+        errors = fit_err
+    return LinearFit(A, float(errors.median()), errors, float(fit_err.median()), n_fit, len(errors), solver)
+
+
+def paired_features(
+    model_prefix: Callable[[Tensor], Tensor],
+    act: Action,
+    g: GroupElement,
+    samples: int | Tensor = 100_000,
+    seed: int = 0,
+    noise_scale: float = 1.0,
+    chunk_size: int = 8192,
+    device: torch.device | str | None = None,
+    input_shape: tuple[int, ...] | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Features f(y) and f(g·y) of Gaussian noise (or given) inputs, computed in chunks.
+
+    Args:
+        model_prefix: the map f = f_{≤i} (any callable on batches, e.g. ``model.prefix(i)``).
+        act: the input action ρ_in (acts on flat vectors or on ``act.shape``).
+        g: the group element.
+        samples: a number of N(0, noise_scale²) inputs (seeded), or an (N, ...) tensor.
+        seed, noise_scale: of the generated inputs.
+        chunk_size: inputs per forward pass.
+        device: where inputs are made; default the model's device (or CPU).
+        input_shape: shape of one generated input; default flat ``(act.dim,)`` (what
+            an MLP prefix takes); pass ``act.shape`` for a CNN.
+
+    Returns:
+        (F, F_g), each (N, d) on that device.
+
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    """
+    if device is None:
+        params = getattr(model_prefix, "parameters", None)
+        first = next(params(), None) if params else None
+        device = first.device if first is not None else torch.device("cpu")
+    device = torch.device(device)
+    shape = tuple(input_shape) if input_shape is not None else (act.dim,)
+    if isinstance(samples, int):
+        if samples < 2:
+            raise ValueError(f"need at least 2 samples, got {samples}")
+        N = samples
+        gen = torch.Generator(device=device).manual_seed(int(seed))
+    else:
+        N = samples.shape[0]
+    feats, feats_g = None, None
+    with torch.no_grad():
+        for s in range(0, N, chunk_size):
+            n = min(chunk_size, N - s)
+            if isinstance(samples, int):
+                y = torch.randn(n, *shape, generator=gen, device=device) * noise_scale
+            else:
+                y = samples[s:s + n].to(device)
+            pair = model_prefix(torch.cat([y, act.act(g, y)]))
+            pair = pair.reshape(2 * n, -1)
+            if feats is None:
+                feats = pair.new_empty(N, pair.shape[1])
+                feats_g = pair.new_empty(N, pair.shape[1])
+            feats[s:s + n], feats_g[s:s + n] = pair[:n], pair[n:]
+    return feats, feats_g
+
+
+def linear_equivariance_error(
+    model_prefix: Callable[[Tensor], Tensor],
+    act: Action,
+    g: GroupElement,
+    samples: int | Tensor = 100_000,
+    fit_fraction: float = 0.5,
+    ridge: float = 0.0,
+    solver: str | None = None,
+    seed: int = 0,
+    noise_scale: float = 1.0,
+    chunk_size: int = 8192,
+    input_shape: tuple[int, ...] | None = None,
+) -> LinearFit:
+    """How linearly equivariant the features ``f = model_prefix`` are for g.
+
+    Computes f(y) and f(g·y) on the samples (:func:`paired_features`) and fits
+    ``A f(y) ≈ f(g y)`` (:func:`fit_linear_action`): fit on the first ``fit_fraction``
+    of the samples, median relative error on the rest. Arguments as in
+    :func:`paired_features` and :func:`fit_linear_action`.
+
+    Example:
+        >>> fit = linear_equivariance_error(net.prefix(1), mirror((3, 32, 32)), flip()["m"])
+        >>> fit.median_error
+
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps); used in *Reproducing the
+    CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+    """
+    F, Fg = paired_features(model_prefix, act, g, samples, seed, noise_scale, chunk_size,
+                            input_shape=input_shape)
+    return fit_linear_action(F, Fg, fit_fraction, ridge, solver)
