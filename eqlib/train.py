@@ -355,9 +355,10 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     total_steps = config.epochs * steps_per_epoch
     x_all = images.to(dev)  # once
     y_all = labels.to(dev) if (labels is not None and config.task == "classify") else None
-    mean = torch.tensor(config.mean, device=dev).view(1, 3, 1, 1)
-    std = torch.tensor(config.std, device=dev).view(1, 3, 1, 1)
     scale = 255.0 if x_all.dtype == torch.uint8 else 1.0
+    # (x / scale - mean) / std  ==  x * mul - sub, fused in place per batch
+    mul = (1.0 / (scale * torch.tensor(config.std, device=dev))).view(1, 3, 1, 1)
+    sub = (torch.tensor(config.mean, device=dev) / torch.tensor(config.std, device=dev)).view(1, 3, 1, 1)
     axis = _AXES[config.mirror_axis]
 
     gen = torch.Generator(device=dev)
@@ -403,7 +404,7 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
                 group["lr"] = lr
             pw = penalty_weight_at(config, frac)
             idx = perm[b * bs:(b + 1) * bs]
-            x = (x_all[idx].float() / scale - mean) / std
+            x = x_all[idx].float().mul_(mul).sub_(sub)
             if flips is not None:
                 x = torch.where(flips[idx].view(-1, 1, 1, 1), x.flip(axis), x)
             out = model(x)
