@@ -1,0 +1,73 @@
+"""The VGG family: flipped filters compute f(mirror x); the mirror-GCNN is exactly invariant."""
+import pytest
+import torch
+
+from eqlib.models.cnn import (VGG, MirrorGCNN, channel_involution, conv_layers, flip_filters,
+                              mirror_invariance_error)
+
+
+def _warm_bn(net, seed=0):
+    """Give BatchNorm non-trivial running statistics (a few train-mode passes)."""
+    gen = torch.Generator().manual_seed(seed)
+    net.train()
+    with torch.no_grad():
+        for _ in range(3):
+            net(torch.randn(8, 3, 32, 32, generator=gen) * 2 + 0.5)
+    return net.eval()
+
+
+@pytest.mark.parametrize("batchnorm", [True, False], ids=["bn", "nobn"])
+def test_flipped_filters_compute_mirrored_function(batchnorm):
+    net = _warm_bn(VGG([8, "M", 16, 16, "M", 24, "M"], batchnorm=batchnorm, seed=3))
+    x = torch.randn(5, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    flipped = flip_filters(net).eval()
+    torch.testing.assert_close(flipped(x), net(x.flip(-1)), atol=1e-5, rtol=1e-5)
+    # and the original network is not mirror-invariant (so the test can fail)
+    assert mirror_invariance_error(net, x) > 1e-3
+
+
+def test_width_multiplier_and_config_errors():
+    net = VGG([16, "M", 32, "M"], width=0.5)
+    assert net.channels == [8, 16]
+    assert net(torch.zeros(2, 3, 32, 32)).shape == (2, 10)
+    with pytest.raises(ValueError, match="'M' must follow"):
+        VGG(["M", 8])
+    with pytest.raises(ValueError, match="positive ints"):
+        VGG([8, "X"])
+    with pytest.raises(ValueError, match="unknown configuration"):
+        VGG("vgg99")
+
+
+def test_channel_involution():
+    pi = channel_involution(7, 3)
+    assert pi.tolist() == [1, 0, 3, 2, 4, 5, 6]
+    with pytest.raises(ValueError, match="even"):
+        channel_involution(6, 3)
+
+
+@pytest.mark.parametrize("fixed_fraction", [0.0, 0.25, 1.0])
+def test_gcnn_is_exactly_invariant_and_constrained(fixed_fraction):
+    gcnn = _warm_bn(MirrorGCNN([8, "M", 16, "M", 16, "M"], seed=0, fixed_fraction=fixed_fraction))
+    x = torch.randn(6, 3, 32, 32, generator=torch.Generator().manual_seed(2))
+    assert mirror_invariance_error(gcnn, x) < 1e-5
+    pi_in = torch.arange(3)
+    for layer, pi in zip(conv_layers(gcnn), gcnn.involutions):
+        w = layer.conv.weight
+        torch.testing.assert_close(w.flip(-1), w[pi][:, pi_in])
+        torch.testing.assert_close(layer.conv.bias, layer.conv.bias[pi])
+        pi_in = pi
+    plain = gcnn.to_cnn().eval()
+    torch.testing.assert_close(plain(x), gcnn(x), atol=1e-5, rtol=1e-5)
+
+
+def test_gcnn_trains_with_ordinary_optimizer_and_stays_invariant():
+    gcnn = MirrorGCNN([8, "M", 8, "M"], seed=1)
+    opt = torch.optim.SGD(gcnn.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(0)
+    x, y = torch.randn(16, 3, 32, 32, generator=gen), torch.randint(0, 10, (16,), generator=gen)
+    before = gcnn.layers[0].conv.weight.detach().clone()
+    for _ in range(3):
+        loss = torch.nn.functional.cross_entropy(gcnn.train()(x), y)
+        opt.zero_grad(), loss.backward(), opt.step()
+    assert not torch.allclose(before, gcnn.layers[0].conv.weight)
+    assert mirror_invariance_error(gcnn.eval(), x) < 1e-5

@@ -1,0 +1,116 @@
+"""Permutation specs, activation matching, interpolation, BN reset and REPAIR."""
+import pytest
+import torch
+
+from eqlib.matching import (apply_permutation, channel_correlations, channel_statistics, interpolate,
+                            involution_distance, invert_permutation, match_activations, random_permutations,
+                            repair, reset_bn, vgg_permutation_spec)
+from eqlib.models.cnn import VGG, MirrorGCNN
+
+CFG = [8, "M", 16, "M", 16, "M"]
+
+
+def _net(seed, batchnorm=True):
+    net = VGG(CFG, batchnorm=batchnorm, seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    net.train()
+    with torch.no_grad():
+        for _ in range(3):
+            net(torch.randn(16, 3, 32, 32, generator=gen) * 1.5 + 0.3)
+    return net.eval()
+
+
+def _images(n=64, seed=5):
+    return torch.randn(n, 3, 32, 32, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("batchnorm", [True, False], ids=["bn", "nobn"])
+def test_apply_permutation_keeps_the_function(batchnorm):
+    net = _net(0, batchnorm)
+    spec = vgg_permutation_spec(net)
+    perms = random_permutations(spec, seed=1)
+    moved = apply_permutation(net, perms)
+    x = _images(8)
+    torch.testing.assert_close(moved(x), net(x), atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(moved.layers[0].conv.weight, net.layers[0].conv.weight)
+    # permuting back with the inverses restores the parameters exactly
+    back = apply_permutation(moved, {k: invert_permutation(p) for k, p in perms.items()})
+    for (k, a), b in zip(net.state_dict().items(), back.state_dict().values()):
+        torch.testing.assert_close(a, b, msg=lambda m: f"{k}: {m}")
+
+
+def test_bad_permutation_is_rejected():
+    net = _net(0)
+    with pytest.raises(ValueError, match="permutation of 0..7"):
+        apply_permutation(net, {"conv0": torch.zeros(8, dtype=torch.long)})
+    with pytest.raises(ValueError, match="unknown permutation"):
+        apply_permutation(net, {"fc": torch.arange(3)})
+    with pytest.raises(ValueError, match="to_cnn"):
+        vgg_permutation_spec(MirrorGCNN(CFG))
+
+
+def test_matching_recovers_a_planted_permutation():
+    net = _net(2)
+    spec = vgg_permutation_spec(net)
+    planted = random_permutations(spec, seed=3)
+    other = apply_permutation(net, planted)
+    found = match_activations(net, other, _images(32), batch_size=10)
+    for name, p in planted.items():
+        assert torch.equal(found[name], invert_permutation(p)), name
+    aligned = apply_permutation(other, found)
+    for a, b in zip(net.state_dict().values(), aligned.state_dict().values()):
+        torch.testing.assert_close(a, b)
+
+
+def test_streaming_correlations_equal_corrcoef():
+    a, b = _net(0), _net(1)
+    x = _images(12)
+    corr = channel_correlations(a, b, x, batch_size=5)[0]
+    with torch.no_grad():
+        ha, hb = a.layers[0](x), b.layers[0](x)
+    flat = torch.cat([ha.transpose(0, 1).reshape(8, -1), hb.transpose(0, 1).reshape(8, -1)]).double()
+    ref = torch.corrcoef(flat)[:8, 8:].float()
+    torch.testing.assert_close(corr, ref, atol=1e-5, rtol=1e-4)
+
+
+def test_involution_distance():
+    assert involution_distance(torch.tensor([1, 0, 2, 3])) == 0.0
+    assert involution_distance(torch.tensor([1, 2, 0, 3])) == 0.75
+
+
+def test_interpolate_endpoints_and_midpoint():
+    a, b = _net(0), _net(1)
+    x = _images(4)
+    torch.testing.assert_close(interpolate(a, b, 0.0)(x), a(x))
+    torch.testing.assert_close(interpolate(a, b, 1.0)(x), b(x))
+    mid = interpolate(a, b, 0.5)
+    torch.testing.assert_close(mid.layers[1].conv.weight, 0.5 * (a.layers[1].conv.weight + b.layers[1].conv.weight))
+    with pytest.raises(ValueError, match="alpha"):
+        interpolate(a, b, 1.5)
+
+
+def test_bn_reset_matches_the_data_statistics():
+    net = _net(0)
+    x = _images(40) * 3 + 2  # data far from what the running statistics saw
+    reset_bn(net, x, batch_size=40)  # one batch: the stats are those of the batch
+    with torch.no_grad():
+        z = net.layers[0].conv(x)
+    torch.testing.assert_close(net.layers[0].bn.running_mean, z.mean(dim=(0, 2, 3)), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(net.layers[0].bn.running_var, z.var(dim=(0, 2, 3)), atol=1e-3, rtol=1e-3)
+    assert not net.training
+
+
+@pytest.mark.parametrize("batchnorm", [True, False], ids=["bn", "nobn"])
+def test_repair_restores_target_statistics(batchnorm):
+    a, b = _net(0, batchnorm), _net(1, batchnorm)
+    x = _images(48)
+    alpha = 0.3
+    mid = interpolate(a, b, alpha)
+    fixed = repair(mid, a, b, x, alpha=alpha, batch_size=16)
+    sa, sb, sm = channel_statistics(a, x), channel_statistics(b, x), channel_statistics(fixed, x)
+    before = channel_statistics(mid, x)
+    for k, ((ma, da), (mb, db), (mm, dm), (m0, d0)) in enumerate(zip(sa, sb, sm, before)):
+        torch.testing.assert_close(mm, (1 - alpha) * ma + alpha * mb, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(dm, (1 - alpha) * da + alpha * db, atol=1e-4, rtol=1e-4)
+    # the interpolated network had different statistics (otherwise the test proves nothing)
+    assert float((before[-1][1] - ((1 - alpha) * sa[-1][1] + alpha * sb[-1][1])).abs().max()) > 1e-2
