@@ -53,6 +53,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) ->
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; caches are ordinary readable files
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

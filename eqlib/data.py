@@ -1,0 +1,768 @@
+"""CIFAR-10: find it, read it safely, cache it, and transform batches on any device.
+
+:func:`load_cifar10` accepts the official release (the ``cifar-10-batches-py`` folder or
+``cifar-10-python.tar.gz``) and the common image-folder layout
+(``train/<class>/*.jpg|png`` and ``test/<class>/...``), extracted or read straight from a
+``.tar.gz``. The location comes from ``root`` or ``$EQLIB_DATA``; nothing is downloaded
+unless ``download=True``. Official batches are pickles; they are read with a restricted
+unpickler that can only rebuild dicts, lists, strings, numbers and numpy arrays, so a
+tampered file cannot run code. Decoded images are cached as uint8 arrays under
+``eqlib.io.cache_dir("data")``, keyed by the source's path, size and modification time,
+and written atomically.
+
+Chapters: *Groups and actions* (book/part1/02_groups_and_actions) and *Reproducing the
+CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import re
+import tarfile
+import urllib.request
+import warnings
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .io import CorruptFileError, atomic_write, cache_dir
+
+__all__ = [
+    "CLASSES",
+    "CIFAR10_MEAN",
+    "CIFAR10_STD",
+    "URL",
+    "MD5",
+    "CIFAR10",
+    "DataNotFoundError",
+    "CorruptDataError",
+    "UnsafePickleError",
+    "load_cifar10",
+    "find_cifar10",
+    "download_cifar10",
+    "safe_unpickle",
+    "mirror",
+    "random_mirror",
+    "rotate90",
+    "normalize",
+    "subset",
+]
+
+#: The official label order.
+CLASSES: tuple[str, ...] = (
+    "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
+)
+#: Per-channel mean and standard deviation of the official training set, pixels in [0, 1].
+CIFAR10_MEAN: tuple[float, float, float] = (0.4914, 0.4822, 0.4465)
+CIFAR10_STD: tuple[float, float, float] = (0.2470, 0.2435, 0.2616)
+URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+MD5 = "c58f30108f718f92721af3b95e74349a"
+
+_SPLITS = ("train", "test")
+_BATCHES = {"train": [f"data_batch_{i}" for i in range(1, 6)], "test": ["test_batch"]}
+_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+_CACHE_VERSION = 1
+_PARALLEL_MIN = 4000  # fewer images than this are decoded in-process
+
+
+# -- errors ---------------------------------------------------------------------------
+class DataNotFoundError(FileNotFoundError):
+    """CIFAR-10 is in none of the places searched; the message lists them and says how to get it.
+
+    Chapter: *Groups and actions*.
+    """
+
+
+class CorruptDataError(CorruptFileError):
+    """A data file (archive, batch, image) is truncated or damaged; the message names it.
+
+    Chapter: *Groups and actions*.
+    """
+
+
+class UnsafePickleError(pickle.UnpicklingError, CorruptDataError):
+    """A pickle asked for something the CIFAR-10 format never needs (it could run code).
+
+    Chapter: *Groups and actions*.
+    """
+
+
+# -- the data set ---------------------------------------------------------------------
+@dataclass
+class CIFAR10:
+    """One split of CIFAR-10.
+
+    Attributes:
+        images: uint8 tensor (N, 3, 32, 32).
+        labels: int64 tensor (N,), indices into ``classes``.
+        classes: class names in the official label order.
+        source: the folder or archive the images were read from.
+        split: ``"train"`` or ``"test"``.
+
+    Chapters: *Groups and actions*; *Reproducing the CIFAR-10 experiment*.
+    """
+
+    images: torch.Tensor
+    labels: torch.Tensor
+    classes: tuple[str, ...] = CLASSES
+    source: str = ""
+    split: str = "train"
+
+    def __post_init__(self) -> None:
+        if self.images.dtype != torch.uint8 or self.images.ndim != 4 or self.images.shape[1] != 3:
+            raise ValueError(f"images must be uint8 (N, 3, H, W), got {self.images.dtype} {tuple(self.images.shape)}")
+        if self.labels.shape != (self.images.shape[0],):
+            raise ValueError(f"need one label per image: {tuple(self.labels.shape)} vs {self.images.shape[0]} images")
+        self.classes = tuple(self.classes)
+
+    def __len__(self) -> int:
+        return int(self.images.shape[0])
+
+    def __repr__(self) -> str:
+        return f"CIFAR10(split={self.split!r}, n={len(self)}, source={self.source!r})"
+
+
+# -- safe unpickling --------------------------------------------------------------------
+def _numpy_globals() -> dict[tuple[str, str], object]:
+    core = getattr(np, "_core", None) or np.core  # numpy 2 / numpy 1
+    reconstruct = core.multiarray._reconstruct
+    frombuffer = core.numeric._frombuffer
+    allowed: dict[tuple[str, str], object] = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype}
+    for mod in ("numpy.core", "numpy._core"):
+        allowed[(f"{mod}.multiarray", "_reconstruct")] = reconstruct
+        allowed[(f"{mod}.numeric", "_frombuffer")] = frombuffer
+    return allowed
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    """Resolves only the numpy globals that rebuild an array; everything else is refused."""
+
+    _allowed = _numpy_globals()
+
+    def find_class(self, module: str, name: str):
+        try:
+            return self._allowed[(module, name)]
+        except KeyError:
+            raise UnsafePickleError(
+                f"refused to load global {module}.{name}: a CIFAR-10 batch only holds dicts, lists, "
+                "strings, numbers and numpy arrays"
+            ) from None
+
+
+def safe_unpickle(data: bytes, name: str = "<bytes>") -> object:
+    """Unpickle ``data`` allowing only dict, list, bytes, str, int and numpy arrays.
+
+    Args:
+        data: the pickle's bytes (an official batch is a Python 2 pickle; strings come
+            back as bytes).
+        name: the file's name, used in error messages.
+
+    Raises:
+        UnsafePickleError: if the pickle references any other global (e.g. ``os.system``
+            through ``__reduce__``); nothing is executed.
+        CorruptDataError: if the bytes are not a valid pickle.
+
+    Chapter: *Groups and actions*.
+    """
+    try:
+        return _RestrictedUnpickler(io.BytesIO(data), encoding="bytes").load()
+    except UnsafePickleError as exc:
+        raise UnsafePickleError(f"{name}: {exc}. The file may have been tampered with; "
+                                f"re-download it from {URL}") from None
+    except Exception as exc:  # truncated, garbage
+        raise CorruptDataError(f"{name} is not a readable CIFAR-10 batch ({type(exc).__name__}: {exc}); "
+                               f"re-download it from {URL}") from exc
+
+
+def _get(d: dict, key: str):
+    for k in (key.encode(), key):
+        if k in d:
+            return d[k]
+    raise KeyError(key)
+
+
+def _parse_batch(data: bytes, name: str) -> tuple[np.ndarray, np.ndarray]:
+    obj = safe_unpickle(data, name)
+    try:
+        if not isinstance(obj, dict):
+            raise TypeError(f"expected a dict, got {type(obj).__name__}")
+        x = _get(obj, "data")
+        y = np.asarray(_get(obj, "labels"), dtype=np.int64)
+        if not isinstance(x, np.ndarray) or x.dtype != np.uint8 or x.ndim != 2 or x.shape[1] != 3072:
+            raise TypeError(f"'data' must be a uint8 array (N, 3072), got {getattr(x, 'dtype', type(x))} "
+                            f"{getattr(x, 'shape', '')}")
+        if y.shape != (x.shape[0],) or (y.size and (y.min() < 0 or y.max() > 9)):
+            raise TypeError("'labels' must hold one label in 0..9 per image")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptDataError(f"{name} does not look like a CIFAR-10 batch: {exc}") from None
+    return x.reshape(-1, 3, 32, 32), y
+
+
+# -- finding the data --------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Source:
+    kind: str  # "batches-dir" | "batches-tar" | "images-dir" | "images-tar"
+    path: Path  # folder or archive
+    prefix: str = ""  # inside an archive: the folder holding the data
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.path}" + (f" (inside: {self.prefix or '.'})" if self.kind.endswith("tar") else "")
+
+
+def _is_batches_dir(d: Path) -> bool:
+    return (d / "test_batch").is_file() or (d / "data_batch_1").is_file()
+
+
+def _is_images_dir(d: Path) -> bool:
+    return any((d / split / c).is_dir() for split in _SPLITS for c in CLASSES)
+
+
+def _peek_archive(path: Path, max_members: int = 64) -> _Source | None:
+    """Look at the first members of an archive to tell which layout it holds."""
+    try:
+        with tarfile.open(path, "r|*") as tf:
+            for i, m in enumerate(tf):
+                if i >= max_members:
+                    break
+                parts = m.name.strip("/").split("/")
+                if parts[-1] in ("test_batch", "data_batch_1", "batches.meta"):
+                    return _Source("batches-tar", path, "/".join(parts[:-1]))
+                for j in range(len(parts) - 1):
+                    if parts[j] in _SPLITS and parts[j + 1] in CLASSES:
+                        return _Source("images-tar", path, "/".join(parts[:j]))
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        raise CorruptDataError(f"{path} could not be read as a tar archive ({type(exc).__name__}: {exc}); "
+                               f"it may be truncated: download it again ({URL})") from None
+    return None
+
+
+def _search(root: Path, depth: int = 2) -> list[_Source]:
+    """Every CIFAR-10 source under root (root itself, then 1 and 2 levels down), best first."""
+    found: list[_Source] = []
+    if root.is_file():
+        src = _peek_archive(root) if root.name.endswith(_ARCHIVE_SUFFIXES) else None
+        return [src] if src else []
+    if not root.is_dir():
+        return []
+    if _is_batches_dir(root):
+        found.append(_Source("batches-dir", root))
+    if _is_images_dir(root):
+        found.append(_Source("images-dir", root))
+    if found:
+        return found
+    try:
+        children = sorted(p for p in root.iterdir() if not p.name.startswith("."))
+    except OSError:
+        return []
+    for p in children:
+        if p.is_file() and p.name.endswith(_ARCHIVE_SUFFIXES):
+            src = _peek_archive(p)
+            if src:
+                found.append(src)
+        elif p.is_dir() and depth > 0:
+            found.extend(_search(p, depth - 1))
+    return found
+
+
+_PREFERENCE = {"batches-dir": 0, "batches-tar": 1, "images-dir": 2, "images-tar": 3}
+
+
+def _default_places() -> list[Path]:
+    return [cache_dir("data", "downloads")]
+
+
+def find_cifar10(root: str | os.PathLike | None = None) -> _Source:
+    """Locate CIFAR-10 under ``root`` (or ``$EQLIB_DATA``, or the download folder).
+
+    Prefers, in order: the official batches folder, the official archive, an extracted
+    image folder, an image-folder archive (lossless and fast first).
+
+    Raises:
+        DataNotFoundError: listing every place searched and how to get the data.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    if root is not None:
+        places, origin = [Path(root).expanduser()], "root argument"
+    elif os.environ.get("EQLIB_DATA"):
+        places, origin = [Path(os.environ["EQLIB_DATA"]).expanduser()], "$EQLIB_DATA"
+    else:
+        places, origin = _default_places(), "default download folder (EQLIB_DATA is not set)"
+    found = [s for p in places for s in _search(p)]
+    if not found:
+        looked = "\n".join(f"  - {p} ({origin}; {'exists' if p.exists() else 'does not exist'}, "
+                           f"searched 2 levels down)" for p in places)
+        raise DataNotFoundError(
+            "CIFAR-10 was not found. Looked in:\n" + looked + "\n"
+            "Looked for: a 'cifar-10-batches-py' folder, 'cifar-10-python.tar.gz', or an image folder "
+            "'train/<class>/*.jpg' and 'test/<class>/*.jpg' (extracted or as a .tar.gz).\n"
+            f"To get it: download {URL} (md5 {MD5}), put it in a folder and set "
+            "EQLIB_DATA=/that/folder (or pass root=...), or call load_cifar10(..., download=True)."
+        )
+    return min(found, key=lambda s: _PREFERENCE[s.kind])
+
+
+# -- downloading -------------------------------------------------------------------------
+def download_cifar10(dest: str | os.PathLike, url: str | None = None, md5: str | None = None) -> Path:
+    """Download the official archive (``url``, default :data:`URL`) into folder ``dest``
+    as ``cifar-10-python.tar.gz`` and check its md5 (default :data:`MD5`).
+
+    Only called by ``load_cifar10(download=True)``; never at import or by default.
+
+    Raises:
+        CorruptDataError: if the md5 does not match (the partial file is removed).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    url, md5 = url or URL, md5 or MD5
+    target = Path(dest) / "cifar-10-python.tar.gz"
+    digest = hashlib.md5()
+
+    def write(f):
+        with urllib.request.urlopen(url) as response:  # noqa: S310 (a fixed https URL by default)
+            while chunk := response.read(1 << 20):
+                digest.update(chunk)
+                f.write(chunk)
+        if digest.hexdigest() != md5:
+            raise CorruptDataError(f"download of {url} has md5 {digest.hexdigest()}, expected {md5}; "
+                                   "nothing was kept, try again")
+
+    return atomic_write(target, write)
+
+
+# -- reading -----------------------------------------------------------------------------
+def _decode(items: Sequence[tuple[str, bytes]]) -> np.ndarray:
+    """Decode encoded images into uint8 (n, 32, 32, 3); a bad one raises naming it."""
+    from PIL import Image, UnidentifiedImageError
+
+    out = np.empty((len(items), 32, 32, 3), dtype=np.uint8)
+    for i, (name, data) in enumerate(items):
+        try:
+            with Image.open(io.BytesIO(data)) as im:
+                im.load()
+                arr = np.asarray(im.convert("RGB"))
+        except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+            raise CorruptDataError(f"could not decode image {name} ({type(exc).__name__}: {exc})") from None
+        if arr.shape != (32, 32, 3):
+            raise CorruptDataError(f"image {name} has shape {arr.shape[:2]}; CIFAR-10 images are 32x32")
+        out[i] = arr
+    return out
+
+
+def _decode_all(items: list[tuple[str, bytes]], workers: int | None) -> np.ndarray:
+    if workers is None:
+        workers = min(4, os.cpu_count() or 1)
+    if workers <= 1 or len(items) < _PARALLEL_MIN:
+        return _decode(items)
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    chunks = [items[i:i + 2500] for i in range(0, len(items), 2500)]
+    try:
+        ctx = mp.get_context("fork")
+    except ValueError:  # no fork on this platform
+        return _decode(items)
+    try:
+        with cf.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            return np.concatenate(list(pool.map(_decode, chunks)))
+    except cf.process.BrokenProcessPool:
+        warnings.warn("parallel JPEG decoding failed; decoding in one process", stacklevel=3)
+        return _decode(items)
+
+
+_SORT_KEY = re.compile(r"(\d+)")
+
+
+def _natural(name: str):
+    return [int(t) if t.isdigit() else t for t in _SORT_KEY.split(name)]
+
+
+def _collect(split: str, entries: list[tuple[str, bytes | Path]], where: str):
+    """Order image entries (class, natural file name) and attach labels."""
+    labelled = []
+    for rel, data in entries:
+        parts = rel.split("/")
+        cls = parts[-2]
+        if cls not in CLASSES:
+            raise CorruptDataError(f"{where}: class folder {cls!r} is not a CIFAR-10 class {CLASSES}")
+        labelled.append((CLASSES.index(cls), _natural(parts[-1]), rel, data))
+    if not labelled:
+        raise DataNotFoundError(f"{where} has no '{split}/<class>/' images")
+    labelled.sort(key=lambda t: (t[0], t[1]))
+    labels = np.array([t[0] for t in labelled], dtype=np.int64)
+    return labelled, labels
+
+
+def _read_images_dir(root: Path, split: str, workers: int | None):
+    d = root / split
+    if not d.is_dir():
+        raise DataNotFoundError(f"{root} has no '{split}' folder (found {sorted(p.name for p in root.iterdir())})")
+    entries = []
+    for cls_dir in sorted(d.iterdir()):
+        if cls_dir.is_dir():
+            entries += [(f"{split}/{cls_dir.name}/{f.name}", f) for f in cls_dir.iterdir()
+                        if f.name.lower().endswith(_IMAGE_SUFFIXES)]
+    labelled, labels = _collect(split, entries, str(root))
+    items = []
+    for _, _, rel, path in labelled:
+        try:
+            items.append((str(root / rel), path.read_bytes()))
+        except OSError as exc:
+            raise CorruptDataError(f"could not read {root / rel}: {exc}") from None
+    return _decode_all(items, workers), labels
+
+
+def _iter_archive(path: Path, wanted):
+    """Yield (member name, bytes) for the members ``wanted(name)`` accepts, streaming."""
+    try:
+        with tarfile.open(path, "r|*") as tf:
+            for m in tf:
+                if m.isfile() and wanted(m.name):
+                    f = tf.extractfile(m)
+                    yield m.name, f.read() if f is not None else b""
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        raise CorruptDataError(
+            f"{path} is truncated or corrupt ({type(exc).__name__}: {exc}); download it again "
+            f"(official release: {URL}, md5 {MD5})") from None
+
+
+def _read_images_tar(src: _Source, split: str, workers: int | None):
+    prefix = (src.prefix + "/") if src.prefix else ""
+    head = f"{prefix}{split}/"
+
+    def wanted(name: str) -> bool:
+        return name.startswith(head) and name.lower().endswith(_IMAGE_SUFFIXES) and name.count("/") == head.count("/") + 1
+
+    entries = [(name[len(prefix):], data) for name, data in _iter_archive(src.path, wanted)]
+    labelled, labels = _collect(split, entries, f"{src.path}:{prefix or '.'}")
+    items = [(f"{src.path}:{prefix}{rel}", data) for _, _, rel, data in labelled]
+    return _decode_all(items, workers), labels
+
+
+def _check_meta(data: bytes | None, name: str) -> None:
+    if data is None:
+        return
+    meta = safe_unpickle(data, name)
+    try:
+        names = tuple(n.decode() if isinstance(n, bytes) else n for n in _get(meta, "label_names"))
+    except (KeyError, TypeError, AttributeError):
+        raise CorruptDataError(f"{name} has no label_names") from None
+    if names != CLASSES:
+        raise CorruptDataError(f"{name} lists classes {names}, expected {CLASSES}")
+
+
+def _read_batches(blobs: dict[str, bytes], split: str, where: str):
+    missing = [b for b in _BATCHES[split] if b not in blobs]
+    if missing:
+        raise CorruptDataError(f"{where} lacks the batch files {missing} of the {split} split")
+    _check_meta(blobs.get("batches.meta"), f"{where}/batches.meta")
+    xs, ys = zip(*(_parse_batch(blobs[b], f"{where}/{b}") for b in _BATCHES[split]))
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def _read_batches_dir(root: Path, split: str):
+    blobs = {}
+    for name in _BATCHES[split] + ["batches.meta"]:
+        if (root / name).is_file():
+            blobs[name] = (root / name).read_bytes()
+    return _read_batches(blobs, split, str(root))
+
+
+def _read_batches_tar(src: _Source, split: str):
+    names = set(_BATCHES[split] + ["batches.meta"])
+    prefix = (src.prefix + "/") if src.prefix else ""
+    blobs = {name[len(prefix):]: data for name, data in
+             _iter_archive(src.path, lambda n: n.startswith(prefix) and n[len(prefix):] in names)}
+    return _read_batches(blobs, split, f"{src.path}:{src.prefix or '.'}")
+
+
+# -- cache -------------------------------------------------------------------------------
+def _fingerprint(src: _Source, split: str) -> tuple[str, str]:
+    """(hash of the source's path, hash of its path + sizes + mtimes): a changed source
+    gets a new key."""
+    path = src.path.resolve()
+    state = [_CACHE_VERSION, str(path), src.kind, src.prefix, split]
+    if src.path.is_file():
+        st = src.path.stat()
+        state += [st.st_size, st.st_mtime_ns]
+    elif src.kind == "batches-dir":
+        for name in _BATCHES[split] + ["batches.meta"]:
+            p = src.path / name
+            if p.exists():
+                st = p.stat()
+                state += [name, st.st_size, st.st_mtime_ns]
+    else:  # image folder: every file of the split
+        for cls_dir in sorted((src.path / split).iterdir()):
+            if cls_dir.is_dir():
+                with os.scandir(cls_dir) as it:
+                    for e in sorted(it, key=lambda e: e.name):
+                        st = e.stat()
+                        state += [cls_dir.name, e.name, st.st_size, st.st_mtime_ns]
+    h = lambda obj: hashlib.sha256(repr(obj).encode()).hexdigest()[:16]  # noqa: E731
+    return h([str(path), src.prefix]), h(state)
+
+
+def _cache_path(src: _Source, split: str) -> Path:
+    where, state = _fingerprint(src, split)
+    return cache_dir("data") / f"cifar10-{split}-{where}-{state}.u8"
+
+
+_MAGIC = b"EQLIB-CIFAR10-CACHE-1\n"
+
+
+def _write_cache_file(f, x: np.ndarray, y: np.ndarray) -> None:
+    """Raw layout: magic, 8-byte header length, JSON header (shape, CRC-32s), images, labels."""
+    import json
+
+    header = json.dumps({"shape": list(x.shape), "crc_images": zlib.crc32(x), "crc_labels": zlib.crc32(y)}).encode()
+    f.write(_MAGIC + len(header).to_bytes(8, "little") + header)
+    f.write(memoryview(x).cast("B"))
+    f.write(memoryview(y).cast("B"))
+
+
+def _read_cache_file(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    import json
+
+    with open(path, "rb") as f:
+        if f.read(len(_MAGIC)) != _MAGIC:
+            raise ValueError("wrong magic bytes")
+        header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+        shape = tuple(int(s) for s in header["shape"])
+        if len(shape) != 4 or shape[1:] != (3, 32, 32):
+            raise ValueError(f"unexpected image shape {shape}")
+        x = np.empty(shape, dtype=np.uint8)
+        y = np.empty(shape[0], dtype="<i8")
+        if f.readinto(memoryview(x).cast("B")) != x.nbytes or f.readinto(memoryview(y).cast("B")) != y.nbytes:
+            raise ValueError("the file is truncated")
+        if f.read(1):
+            raise ValueError("the file has trailing bytes")
+    if zlib.crc32(x) != header["crc_images"] or zlib.crc32(y) != header["crc_labels"]:
+        raise ValueError("CRC-32 mismatch")
+    return x, y.astype(np.int64, copy=False)
+
+
+def _load_cache(path: Path) -> tuple[np.ndarray, np.ndarray] | None:
+    if not path.exists():
+        return None
+    try:
+        return _read_cache_file(path)
+    except Exception as exc:  # truncated, flipped bits, garbage
+        warnings.warn(f"the data cache {path} is corrupt ({type(exc).__name__}: {exc}); deleting and "
+                      "rebuilding it", stacklevel=3)
+        path.unlink(missing_ok=True)
+        return None
+
+
+def _save_cache(path: Path, x: np.ndarray, y: np.ndarray) -> None:
+    try:
+        atomic_write(path, lambda f: _write_cache_file(f, x, y))
+    except OSError as exc:
+        warnings.warn(f"could not write the data cache {path} ({exc}); continuing without it", stacklevel=3)
+        return
+    stem = path.name.rsplit("-", 1)[0]  # cifar10-<split>-<where>: older states of this source
+    for old in path.parent.glob(f"{stem}-*.u8"):
+        if old != path:
+            old.unlink(missing_ok=True)
+
+
+# -- the loader --------------------------------------------------------------------------
+def load_cifar10(
+    split: str = "train",
+    root: str | os.PathLike | None = None,
+    download: bool = False,
+    cache: bool = True,
+    workers: int | None = None,
+) -> CIFAR10:
+    """Load one split of CIFAR-10 as uint8 images (N, 3, 32, 32) and int64 labels (N,).
+
+    Args:
+        split: ``"train"`` (50,000 images) or ``"test"`` (10,000).
+        root: a folder or archive holding CIFAR-10 in any accepted layout (searched up
+            to two levels down); default ``$EQLIB_DATA``.
+        download: if the data is not found, fetch the official archive (needs internet)
+            into ``root`` (or ``$EQLIB_DATA``, or the cache's download folder) and check
+            its md5. Never done by default.
+        cache: read and write the decoded arrays under ``eqlib.io.cache_dir("data")``.
+        workers: processes for JPEG decoding (default up to 4; 1 decodes in-process).
+
+    Returns:
+        A :class:`CIFAR10`, ordered by class and then file name (image folders) or in
+        the official order (batches).
+
+    Raises:
+        ValueError: for an unknown split.
+        DataNotFoundError: if no data is found (the message lists where it looked).
+        CorruptDataError: for a truncated archive or an undecodable image (named).
+        UnsafePickleError: for a batch file that tries to load anything but arrays.
+
+    Chapters: *Groups and actions* (book/part1/02_groups_and_actions);
+    *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+    """
+    if split not in _SPLITS:
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    try:
+        src = find_cifar10(root)
+    except DataNotFoundError:
+        if not download:
+            raise
+        dest = Path(root or os.environ.get("EQLIB_DATA") or cache_dir("data", "downloads")).expanduser()
+        if dest.suffix in (".gz", ".tgz", ".tar"):
+            dest = dest.parent
+        download_cifar10(dest)
+        src = find_cifar10(dest)
+    path = _cache_path(src, split) if cache else None
+    hit = _load_cache(path) if path is not None else None
+    if hit is not None:
+        x, y = hit
+    else:
+        if src.kind == "batches-dir":
+            x, y = _read_batches_dir(src.path, split)
+        elif src.kind == "batches-tar":
+            x, y = _read_batches_tar(src, split)
+        elif src.kind == "images-dir":
+            x, y = _read_images_dir(src.path, split, workers)
+            x = x.transpose(0, 3, 1, 2)
+        else:
+            x, y = _read_images_tar(src, split, workers)
+            x = x.transpose(0, 3, 1, 2)
+        x, y = np.ascontiguousarray(x), np.ascontiguousarray(y, dtype=np.int64)
+        if path is not None:
+            _save_cache(path, x, y)
+    source = str(src.path) + (f":{src.prefix}" if src.kind.endswith("tar") and src.prefix else "")
+    return CIFAR10(torch.from_numpy(x), torch.from_numpy(y), CLASSES, source, split)
+
+
+# -- batch transforms (vectorized, any device) --------------------------------------------
+_AXES = {"horizontal": -1, "vertical": -2}
+
+
+def _check_images(x: torch.Tensor, what: str) -> None:
+    if not isinstance(x, torch.Tensor) or x.ndim not in (3, 4):
+        raise ValueError(f"{what} expects images (N, C, H, W) or (C, H, W), got "
+                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+
+
+def _axis(axis: str) -> int:
+    if axis not in _AXES:
+        raise ValueError(f"axis must be 'horizontal' (left-right) or 'vertical' (top-bottom), got {axis!r}")
+    return _AXES[axis]
+
+
+def mirror(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
+    """Mirror images (N, C, H, W): ``"horizontal"`` swaps left and right (the width axis),
+    ``"vertical"`` swaps top and bottom. Same as :func:`eqlib.actions.mirror` acting.
+
+    Chapters: *Groups and actions*; *Reproducing the CIFAR-10 experiment*.
+    """
+    _check_images(x, "mirror")
+    return torch.flip(x, dims=(_axis(axis),))
+
+
+def random_mirror(
+    x: torch.Tensor,
+    p: float = 0.5,
+    generator: torch.Generator | int | None = None,
+    axis: str = "horizontal",
+    return_mask: bool = False,
+):
+    """Mirror each image of a batch (N, C, H, W) independently with probability ``p``.
+
+    Vectorized: one random mask (N,) and a ``torch.where``; works on any device.
+
+    Args:
+        generator: a torch.Generator on x's device, or an int seed (None: torch's global
+            generator).
+        return_mask: also return the bool mask (N,) of mirrored images.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (augmentation).
+    """
+    _check_images(x, "random_mirror")
+    if x.ndim != 4:
+        raise ValueError(f"random_mirror needs a batch (N, C, H, W), got {tuple(x.shape)}")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be a probability in [0, 1], got {p}")
+    if isinstance(generator, int):
+        generator = torch.Generator(device=x.device).manual_seed(generator)
+    mask = torch.rand(x.shape[0], generator=generator, device=x.device) < p
+    out = torch.where(mask[:, None, None, None], torch.flip(x, dims=(_axis(axis),)), x)
+    return (out, mask) if return_mask else out
+
+
+def rotate90(x: torch.Tensor, k: int = 1) -> torch.Tensor:
+    """Rotate images (N, C, H, W) by k·90° counter-clockwise (the ``r`` of
+    :func:`eqlib.actions.image_dihedral`).
+
+    Chapter: *Groups and actions*.
+    """
+    _check_images(x, "rotate90")
+    if int(k) != k:
+        raise ValueError(f"k must be an integer number of quarter turns, got {k}")
+    return torch.rot90(x, int(k), dims=(-2, -1))
+
+
+def normalize(
+    x: torch.Tensor,
+    mean: Sequence[float] = CIFAR10_MEAN,
+    std: Sequence[float] = CIFAR10_STD,
+) -> torch.Tensor:
+    """uint8 images (N, C, H, W) → float32 ``(x/255 − mean) / std`` per channel.
+
+    Raises:
+        ValueError: if x is not uint8 or mean/std do not have one entry per channel.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    _check_images(x, "normalize")
+    if x.dtype != torch.uint8:
+        raise ValueError(f"normalize expects uint8 images in 0..255, got {x.dtype}")
+    c = x.shape[-3]
+    m = torch.as_tensor(mean, dtype=torch.float32, device=x.device)
+    s = torch.as_tensor(std, dtype=torch.float32, device=x.device)
+    if m.shape != (c,) or s.shape != (c,):
+        raise ValueError(f"mean and std need {c} entries (one per channel), got {tuple(m.shape)}, {tuple(s.shape)}")
+    if not bool((s > 0).all()):
+        raise ValueError(f"std must be positive, got {s.tolist()}")
+    return (x.float() / 255.0 - m[:, None, None]) / s[:, None, None]
+
+
+def subset(dataset: CIFAR10, n: int, seed: int = 0, stratified: bool = True) -> CIFAR10:
+    """``n`` images of ``dataset`` drawn without replacement with a seeded generator.
+
+    ``stratified=True`` takes ``n // 10`` images of every class (the remainder from the
+    classes in label order), so classes stay balanced; otherwise a uniform sample.
+
+    Raises:
+        ValueError: if n is not in 1..len(dataset) or a class has too few images.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    if not 1 <= n <= len(dataset):
+        raise ValueError(f"n must be in 1..{len(dataset)}, got {n}")
+    gen = torch.Generator().manual_seed(int(seed))
+    if not stratified:
+        idx = torch.randperm(len(dataset), generator=gen)[:n]
+    else:
+        k = len(dataset.classes)
+        quota = torch.full((k,), n // k, dtype=torch.long)
+        quota[: n % k] += 1
+        counts = torch.bincount(dataset.labels, minlength=k)
+        if bool((counts < quota).any()):
+            bad = int(torch.nonzero(counts < quota)[0])
+            raise ValueError(f"class {dataset.classes[bad]!r} has {int(counts[bad])} images, fewer than the "
+                             f"{int(quota[bad])} a stratified subset of {n} needs; use stratified=False")
+        # random order, then stable sort by label: each class's images in random order
+        perm = torch.randperm(len(dataset), generator=gen)
+        order = perm[torch.sort(dataset.labels[perm], stable=True).indices]
+        start = torch.cumsum(counts, 0) - counts
+        rank = torch.arange(len(dataset)) - start[dataset.labels[order]]
+        idx = order[rank < quota[dataset.labels[order]]]
+        idx = idx[torch.randperm(len(idx), generator=gen)]
+    idx = idx.sort().values
+    return CIFAR10(dataset.images[idx], dataset.labels[idx], dataset.classes, dataset.source, dataset.split)

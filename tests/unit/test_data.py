@@ -1,0 +1,449 @@
+"""eqlib.data: layouts, safe unpickling, errors, cache, transforms (all on tiny fake data)."""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import tarfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from torch.testing import assert_close
+
+from eqlib import actions, data
+from eqlib.data import (
+    CLASSES,
+    CorruptDataError,
+    DataNotFoundError,
+    UnsafePickleError,
+    load_cifar10,
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    """Every test gets its own cache and no $EQLIB_DATA."""
+    monkeypatch.setenv("EQLIB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("EQLIB_DATA", raising=False)
+
+
+# -- fake data sets -----------------------------------------------------------------------
+def fake_images(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, size=(n, 3, 32, 32), dtype=np.uint8)
+
+
+def write_image_folder(root: Path, per_class: int = 2, fmt: str = "png") -> dict[str, np.ndarray]:
+    """root/{train,test}/<class>/<k>.png; returns the expected (class-ordered) images per split."""
+    expected = {}
+    for s, split in enumerate(("train", "test")):
+        imgs = []
+        for c, cls in enumerate(CLASSES):
+            x = fake_images(per_class, seed=100 * s + c)
+            d = root / split / cls
+            d.mkdir(parents=True)
+            for k in range(per_class):
+                Image.fromarray(x[k].transpose(1, 2, 0)).save(d / f"{k}.{fmt}")
+            imgs.append(x)
+        expected[split] = np.concatenate(imgs)
+    return expected
+
+
+def tar_folder(folder: Path, archive: Path, arcname: str) -> Path:
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(folder, arcname=arcname)
+    return archive
+
+
+def batch_bytes(x: np.ndarray, y: list[int], protocol: int = 4) -> bytes:
+    return pickle.dumps({b"batch_label": b"fake", b"labels": y, b"data": x.reshape(len(x), -1),
+                         b"filenames": [b"f%d.png" % i for i in range(len(x))]}, protocol=protocol)
+
+
+def write_batches(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    folder.mkdir(parents=True)
+    expected = {"train": ([], []), "test": ([], [])}
+    names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+    for i, name in enumerate(names):
+        x, y = fake_images(3, seed=i), [(i + k) % 10 for k in range(3)]
+        (folder / name).write_bytes(batch_bytes(x, y))
+        split = "test" if name == "test_batch" else "train"
+        expected[split][0].append(x)
+        expected[split][1].append(np.array(y))
+    meta = {b"label_names": [c.encode() for c in CLASSES], b"num_vis": 3072}
+    (folder / "batches.meta").write_bytes(pickle.dumps(meta, protocol=4))
+    return {k: (np.concatenate(a), np.concatenate(b)) for k, (a, b) in expected.items()}
+
+
+# -- layouts ------------------------------------------------------------------------------
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_image_folder_extracted(tmp_path, split):
+    expected = write_image_folder(tmp_path / "cifar")
+    ds = load_cifar10(split, root=tmp_path / "cifar")
+    assert ds.images.dtype == torch.uint8 and ds.images.shape == (20, 3, 32, 32)
+    assert ds.labels.dtype == torch.int64
+    assert ds.classes == CLASSES and ds.split == split
+    assert ds.labels.tolist() == [c for c in range(10) for _ in range(2)]
+    assert_close(ds.images, torch.from_numpy(expected[split]))
+
+
+def test_image_folder_found_two_levels_down_and_via_env(tmp_path, monkeypatch):
+    expected = write_image_folder(tmp_path / "a" / "b")
+    monkeypatch.setenv("EQLIB_DATA", str(tmp_path))
+    ds = load_cifar10("test")
+    assert_close(ds.images, torch.from_numpy(expected["test"]))
+    assert ds.source == str(tmp_path / "a" / "b")
+
+
+def test_image_folder_archive_read_directly(tmp_path):
+    expected = write_image_folder(tmp_path / "src")
+    (tmp_path / "data").mkdir()
+    tar_folder(tmp_path / "src", tmp_path / "data" / "cifar10-jpeg.tar.gz", "cifar10-jpeg")
+    for root in (tmp_path / "data", tmp_path / "data" / "cifar10-jpeg.tar.gz"):
+        ds = load_cifar10("train", root=root, cache=False)
+        assert_close(ds.images, torch.from_numpy(expected["train"]))
+        assert ds.source.endswith("cifar10-jpeg.tar.gz:cifar10-jpeg")
+
+
+def test_jpeg_images_decode_close_to_original(tmp_path):
+    x = np.full((3, 32, 32), 128, np.uint8)
+    x[0, :, :16] = 200
+    for split in ("train", "test"):
+        for cls in CLASSES:
+            (tmp_path / split / cls).mkdir(parents=True)
+            Image.fromarray(x.transpose(1, 2, 0)).save(tmp_path / split / cls / "0.jpg", quality=95)
+    ds = load_cifar10("test", root=tmp_path)
+    assert (ds.images.float() - torch.from_numpy(x).float()).abs().mean() < 3
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["batches-folder", "official-tar.gz"])
+def test_official_pickle_layout(tmp_path, packed):
+    expected = write_batches(tmp_path / "src" / "cifar-10-batches-py")
+    root = tmp_path / "src"
+    if packed:
+        (tmp_path / "data").mkdir()
+        root = tar_folder(tmp_path / "src" / "cifar-10-batches-py", tmp_path / "data" / "cifar-10-python.tar.gz",
+                          "cifar-10-batches-py")
+    for split, n in (("train", 15), ("test", 3)):
+        ds = load_cifar10(split, root=root)
+        assert len(ds) == n
+        assert_close(ds.images, torch.from_numpy(expected[split][0]))
+        assert ds.labels.tolist() == expected[split][1].tolist()
+
+
+def test_official_layout_preferred_over_image_folder(tmp_path):
+    write_image_folder(tmp_path / "jpeg")
+    write_batches(tmp_path / "cifar-10-batches-py")
+    assert load_cifar10("test", root=tmp_path).source == str(tmp_path / "cifar-10-batches-py")
+
+
+def test_parallel_decoding_matches_serial(tmp_path, monkeypatch):
+    expected = write_image_folder(tmp_path, per_class=3)
+    monkeypatch.setattr(data, "_PARALLEL_MIN", 1)
+    ds = load_cifar10("train", root=tmp_path, workers=2, cache=False)
+    assert_close(ds.images, torch.from_numpy(expected["train"]))
+
+
+# -- errors -------------------------------------------------------------------------------
+def test_missing_data_one_clear_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataNotFoundError) as info:
+        load_cifar10("train", root=tmp_path / "empty")
+    msg = str(info.value)
+    assert isinstance(info.value, FileNotFoundError)
+    assert str(tmp_path / "empty") in msg and data.URL in msg and "EQLIB_DATA" in msg
+
+
+def test_missing_data_without_root_or_env_names_the_default_place(tmp_path):
+    with pytest.raises(DataNotFoundError, match="EQLIB_DATA is not set") as info:
+        load_cifar10("test")
+    assert str(tmp_path / "cache") in str(info.value)
+
+
+def test_bad_split():
+    with pytest.raises(ValueError, match="split must be"):
+        load_cifar10("validation")
+
+
+def test_truncated_archive_names_the_file(tmp_path):
+    write_image_folder(tmp_path / "src", per_class=20)
+    (tmp_path / "data").mkdir()
+    archive = tar_folder(tmp_path / "src", tmp_path / "data" / "c.tar.gz", "c")
+    raw = archive.read_bytes()
+    archive.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(CorruptDataError, match="truncated or corrupt") as info:
+        load_cifar10("train", root=archive)
+    assert str(archive) in str(info.value)
+
+
+def test_bad_jpeg_names_the_file(tmp_path):
+    write_image_folder(tmp_path, per_class=1)
+    bad = tmp_path / "test" / "cat" / "9.jpg"
+    bad.write_bytes(b"\xff\xd8\xff\xe0 this is not really a jpeg")
+    with pytest.raises(CorruptDataError, match="could not decode image") as info:
+        load_cifar10("test", root=tmp_path)
+    assert str(bad) in str(info.value)
+
+
+def test_unknown_class_folder_is_an_error(tmp_path):
+    write_image_folder(tmp_path, per_class=1)
+    (tmp_path / "test" / "unicorn").mkdir()
+    Image.new("RGB", (32, 32)).save(tmp_path / "test" / "unicorn" / "0.png")
+    with pytest.raises(CorruptDataError, match="unicorn"):
+        load_cifar10("test", root=tmp_path)
+
+
+class _Evil:
+    """Unpickling this runs a shell command (the attack a tampered batch could carry)."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_malicious_pickle_runs_nothing(tmp_path):
+    marker = tmp_path / "pwned"
+    payload = pickle.dumps({b"data": _Evil(marker), b"labels": [0]}, protocol=4)
+    # the payload is real: an ordinary unpickler runs the command
+    pickle.loads(payload)
+    assert marker.exists()
+    marker.unlink()
+    folder = tmp_path / "cifar-10-batches-py"
+    write_batches(folder)
+    (folder / "test_batch").write_bytes(payload)
+    with pytest.raises(UnsafePickleError, match="refused to load global") as info:
+        load_cifar10("test", root=tmp_path)
+    assert isinstance(info.value, pickle.UnpicklingError)
+    assert "test_batch" in str(info.value) and ("posix.system" in str(info.value) or "os.system" in str(info.value))
+    assert not marker.exists()
+
+
+def test_safe_unpickle_allows_arrays_and_refuses_other_globals():
+    x = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    for protocol in (2, 4, 5):
+        if protocol == 2:
+            continue  # Python 3 protocol 2 builds bytes through _codecs.encode, which is refused
+        out = data.safe_unpickle(pickle.dumps({b"data": x, b"n": 3, "s": "t", b"l": [1]}, protocol=protocol))
+        np.testing.assert_array_equal(out[b"data"], x)
+    with pytest.raises(UnsafePickleError, match="collections.OrderedDict"):
+        import collections
+        data.safe_unpickle(pickle.dumps(collections.OrderedDict(a=1)))
+    with pytest.raises(CorruptDataError, match="not a readable"):
+        data.safe_unpickle(b"garbage")
+
+
+def test_batch_with_wrong_content_is_reported(tmp_path):
+    folder = tmp_path / "cifar-10-batches-py"
+    write_batches(folder)
+    (folder / "test_batch").write_bytes(pickle.dumps({b"data": np.zeros((2, 10), np.uint8), b"labels": [0, 1]}))
+    with pytest.raises(CorruptDataError, match="test_batch does not look like a CIFAR-10 batch"):
+        load_cifar10("test", root=tmp_path)
+
+
+# -- cache --------------------------------------------------------------------------------
+def cache_files(tmp_path) -> list[Path]:
+    return sorted((tmp_path / "cache" / "data").glob("*.u8"))
+
+
+def test_cache_hit_does_not_decode(tmp_path, monkeypatch):
+    expected = write_image_folder(tmp_path / "d")
+    load_cifar10("test", root=tmp_path / "d")
+    assert len(cache_files(tmp_path)) == 1
+
+    def fail(*args, **kwargs):
+        raise AssertionError("decoded although the cache should have been used")
+
+    monkeypatch.setattr(data, "_decode", fail)
+    ds = load_cifar10("test", root=tmp_path / "d")
+    assert_close(ds.images, torch.from_numpy(expected["test"]))
+
+
+def test_cache_invalidated_when_source_changes(tmp_path):
+    write_image_folder(tmp_path / "d")
+    first = load_cifar10("test", root=tmp_path / "d")
+    f = tmp_path / "d" / "test" / "airplane" / "0.png"
+    Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(f)
+    os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
+    second = load_cifar10("test", root=tmp_path / "d")
+    assert int(second.images[0].sum()) == 0 and int(first.images[0].sum()) > 0
+    assert len(cache_files(tmp_path)) == 1  # the stale entry was removed
+
+
+def test_corrupt_cache_is_detected_deleted_and_rebuilt(tmp_path):
+    expected = write_image_folder(tmp_path / "d")
+    load_cifar10("test", root=tmp_path / "d")
+    (path,) = cache_files(tmp_path)
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF  # a flipped byte inside the images: the CRC-32 catches it
+    path.write_bytes(bytes(raw))
+    with pytest.warns(UserWarning, match="corrupt"):
+        ds = load_cifar10("test", root=tmp_path / "d")
+    assert_close(ds.images, torch.from_numpy(expected["test"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_cifar10("test", root=tmp_path / "d")  # rebuilt cache is valid again
+    for damaged in (b"garbage", path.read_bytes()[:-7]):  # garbage, truncated
+        path.write_bytes(damaged)
+        with pytest.warns(UserWarning, match="corrupt"):
+            load_cifar10("test", root=tmp_path / "d")
+
+
+def test_interrupted_cache_write_leaves_no_file(tmp_path, monkeypatch):
+    write_image_folder(tmp_path / "d")
+    real_write = data._write_cache_file
+
+    def interrupted(f, x, y):
+        buffer = io.BytesIO()
+        real_write(buffer, x, y)
+        f.write(buffer.getvalue()[: len(buffer.getvalue()) // 2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(data, "_write_cache_file", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        load_cifar10("test", root=tmp_path / "d")
+    assert list((tmp_path / "cache" / "data").iterdir()) == []  # neither cache nor temp file
+
+
+def test_cache_disabled_writes_nothing(tmp_path):
+    write_image_folder(tmp_path / "d")
+    load_cifar10("test", root=tmp_path / "d", cache=False)
+    assert cache_files(tmp_path) == []
+
+
+# -- download -----------------------------------------------------------------------------
+def test_download_checks_md5_and_is_never_default(tmp_path, monkeypatch):
+    write_batches(tmp_path / "src" / "cifar-10-batches-py")
+    archive = tar_folder(tmp_path / "src" / "cifar-10-batches-py", tmp_path / "fake.tar.gz", "cifar-10-batches-py")
+    md5 = hashlib.md5(archive.read_bytes()).hexdigest()
+    monkeypatch.setattr(data, "URL", archive.as_uri())
+    monkeypatch.setattr(data, "MD5", md5)
+    (tmp_path / "dl").mkdir()
+    with pytest.raises(DataNotFoundError):
+        load_cifar10("test", root=tmp_path / "dl")  # download=False: nothing fetched
+    assert list((tmp_path / "dl").iterdir()) == []
+    ds = load_cifar10("test", root=tmp_path / "dl", download=True)
+    assert len(ds) == 3 and (tmp_path / "dl" / "cifar-10-python.tar.gz").exists()
+    (tmp_path / "dl2").mkdir()
+    with pytest.raises(CorruptDataError, match="md5"):
+        data.download_cifar10(tmp_path / "dl2", url=archive.as_uri(), md5="0" * 32)
+    assert list((tmp_path / "dl2").iterdir()) == []
+
+
+# -- the real archive (a few members only) -------------------------------------------------
+_REAL_DATA = os.environ.get("EQLIB_DATA")  # read at import, before the fixture hides it
+
+
+def test_real_archive_first_members_decode():
+    if not _REAL_DATA:
+        pytest.skip("EQLIB_DATA is not set: no real CIFAR-10 to peek at")
+    src = data.find_cifar10(_REAL_DATA)
+    if not src.kind.endswith("tar"):
+        pytest.skip(f"the real data is not an archive ({src.kind})")
+    items = []
+    for name, blob in data._iter_archive(src.path, lambda n: n.lower().endswith((".jpg", ".png"))):
+        items.append((name, blob))
+        if len(items) == 5:
+            break
+    x = data._decode(items)
+    assert x.shape == (5, 32, 32, 3) and x.dtype == np.uint8 and x.std() > 10
+
+
+# -- transforms ---------------------------------------------------------------------------
+@pytest.fixture
+def batch():
+    return torch.from_numpy(fake_images(6, seed=7))
+
+
+@pytest.mark.parametrize("axis,dim", [("horizontal", -1), ("vertical", -2)], ids=["horizontal", "vertical"])
+def test_mirror_matches_flip_and_the_action(batch, axis, dim):
+    assert_close(data.mirror(batch, axis), torch.flip(batch, dims=(dim,)))
+    rho = actions.mirror((3, 32, 32), axis)
+    assert_close(data.mirror(batch, axis).float(), rho.act(rho.group["m"], batch.float()))
+    assert_close(data.mirror(data.mirror(batch, axis), axis), batch)
+
+
+def test_mirror_rejects_bad_input(batch):
+    with pytest.raises(ValueError, match="axis must be"):
+        data.mirror(batch, "diagonal")
+    with pytest.raises(ValueError, match="expects images"):
+        data.mirror(batch[0, 0])
+
+
+def test_random_mirror_is_seeded_and_per_sample(batch):
+    out, mask = data.random_mirror(batch, 0.5, generator=3, return_mask=True)
+    out2, mask2 = data.random_mirror(batch, 0.5, generator=torch.Generator().manual_seed(3), return_mask=True)
+    assert_close(out, out2) and torch.equal(mask, mask2)
+    expected = torch.stack([torch.flip(x, dims=(-1,)) if m else x for x, m in zip(batch, mask)])
+    assert_close(out, expected)
+    assert_close(data.random_mirror(batch, 0.0, generator=0), batch)
+    assert_close(data.random_mirror(batch, 1.0, generator=0), torch.flip(batch, dims=(-1,)))
+    big = torch.zeros(4000, 1, 1, 2)
+    frac = data.random_mirror(big, 0.3, generator=1, return_mask=True)[1].float().mean()
+    assert abs(frac - 0.3) < 0.03
+    with pytest.raises(ValueError, match="probability"):
+        data.random_mirror(batch, 1.5)
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3, -1, 5])
+def test_rotate90(batch, k):
+    assert_close(data.rotate90(batch, k), torch.rot90(batch, k, dims=(-2, -1)))
+    assert_close(data.rotate90(data.rotate90(batch, k), 4 - k), batch)
+
+
+def test_rotate90_is_the_r_of_image_dihedral(batch):
+    small = batch[:, :, :6, :6]
+    rho = actions.image_dihedral((3, 6, 6))
+    assert_close(data.rotate90(small, 1).float(), rho.act(rho.group["r"], small.float()))
+
+
+def test_normalize(batch):
+    y = data.normalize(batch)
+    assert y.dtype == torch.float32 and y.shape == batch.shape
+    m, s = torch.tensor(data.CIFAR10_MEAN), torch.tensor(data.CIFAR10_STD)
+    assert_close(y[:, 1], (batch[:, 1].float() / 255 - m[1]) / s[1])
+    ones = data.normalize(torch.full((1, 3, 2, 2), 255, dtype=torch.uint8), mean=(0, 0, 0), std=(1, 1, 1))
+    assert_close(ones, torch.ones(1, 3, 2, 2))
+    with pytest.raises(ValueError, match="uint8"):
+        data.normalize(batch.float())
+    with pytest.raises(ValueError, match="one per channel"):
+        data.normalize(batch, mean=(0.5,), std=(0.5,))
+
+
+def make_dataset(n_per_class: int = 10) -> data.CIFAR10:
+    labels = torch.arange(10).repeat_interleave(n_per_class)
+    images = torch.from_numpy(fake_images(len(labels), seed=0))
+    return data.CIFAR10(images, labels, CLASSES, "fake", "train")
+
+
+@pytest.mark.parametrize("stratified", [True, False], ids=["stratified", "uniform"])
+def test_subset_seeded(stratified):
+    ds = make_dataset()
+    a, b, c = (data.subset(ds, 25, seed=s, stratified=stratified) for s in (0, 0, 1))
+    assert len(a) == 25 and torch.equal(a.images, b.images) and not torch.equal(a.images, c.images)
+    # the subset's images are the dataset's images with their own labels
+    idx = [int((ds.images == img).flatten(1).all(1).nonzero()) for img in a.images]
+    assert len(set(idx)) == 25 and ds.labels[idx].tolist() == a.labels.tolist()
+    if stratified:
+        assert torch.bincount(a.labels, minlength=10).tolist() == [3] * 5 + [2] * 5
+
+
+def test_subset_errors():
+    ds = make_dataset(2)
+    with pytest.raises(ValueError, match="n must be"):
+        data.subset(ds, 0)
+    ds_unbalanced = data.CIFAR10(ds.images, torch.zeros(20, dtype=torch.long), CLASSES, "fake")
+    with pytest.raises(ValueError, match="fewer than"):
+        data.subset(ds_unbalanced, 10)
+
+
+def test_dataset_validates_shapes():
+    with pytest.raises(ValueError, match="uint8"):
+        data.CIFAR10(torch.zeros(2, 3, 32, 32), torch.zeros(2, dtype=torch.long))
+    with pytest.raises(ValueError, match="one label per image"):
+        data.CIFAR10(torch.zeros(2, 3, 32, 32, dtype=torch.uint8), torch.zeros(3, dtype=torch.long))
