@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .data import CIFAR10_MEAN, CIFAR10_STD, normalize
 from .device import default_device
 from .io import CorruptFileError, cache_dir, config_hash, load_torch, save_torch
 
@@ -41,8 +42,7 @@ __all__ = ["TrainConfig", "TrainResult", "train", "cached_train", "mirror_images
            "penalty_term", "penalty_weight_at", "learning_rate_at", "evaluate_accuracy", "CIFAR_MEAN", "CIFAR_STD"]
 
 #: per-channel mean and standard deviation of the CIFAR-10 training images (in [0, 1])
-CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
-CIFAR_STD = (0.2470, 0.2435, 0.2616)
+CIFAR_MEAN, CIFAR_STD = CIFAR10_MEAN, CIFAR10_STD
 
 _TASKS = ("classify", "autoencode")
 _OPTIMIZERS = ("adam", "sgd")
@@ -200,18 +200,18 @@ def mirror_images(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
 
 
 def prepare_images(images: torch.Tensor, mean=CIFAR_MEAN, std=CIFAR_STD) -> torch.Tensor:
-    """uint8 images ``(N, 3, H, W)`` → float32, scaled to [0, 1] and normalised per channel.
-
-    Float input is taken to be in [0, 1] already. Runs on the images' device.
+    """What the trained models take: uint8 images (N, 3, H, W) → :func:`eqlib.data.normalize`;
+    float images (in [0, 1]) are normalised the same way.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
+    if images.dtype == torch.uint8:
+        return normalize(images, mean, std)
     if images.dim() != 4 or images.shape[1] != 3:
         raise ValueError(f"expected images of shape (N, 3, H, W), got {tuple(images.shape)}")
-    x = images.float() / 255.0 if images.dtype == torch.uint8 else images.float()
-    m = torch.tensor(mean, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
-    s = torch.tensor(std, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
-    return (x - m) / s
+    m = torch.tensor(mean, device=images.device, dtype=torch.float32).view(1, 3, 1, 1)
+    s = torch.tensor(std, device=images.device, dtype=torch.float32).view(1, 3, 1, 1)
+    return (images.float() - m) / s
 
 
 def penalty_term(model: nn.Module, x: torch.Tensor, kind: str, axis: str = "horizontal",
