@@ -18,3 +18,14 @@ __all__ = [
     "LinearFit", "fit_linear_action", "linear_equivariance_error", "paired_features", "relative_errors",
     "assign", "compose_monomial", "match_units", "monomial_matrix",
 ]
+from .result import LatentActions, MonomialAction, homomorphism_error, layer_errors
+from .weights import lift_action, recover_by_weights
+from .activations import recover_by_activations
+from .plant import equivariant_weight, hidden_representation, plant_equivariant, sign_characters
+from .core import METHODS, latent_actions
+
+__all__ += [
+    "LatentActions", "MonomialAction", "homomorphism_error", "layer_errors", "lift_action", "recover_by_weights",
+    "recover_by_activations", "equivariant_weight", "hidden_representation", "plant_equivariant",
+    "sign_characters", "METHODS", "latent_actions",
+]

@@ -1,0 +1,565 @@
+"""Latent actions of multi-head attention: which head and which token goes where.
+
+A group G acts on token sequences X ∈ R^{n×d} by permuting tokens and, optionally,
+acting linearly on each token's features: ``g·X = Π_g X R_gᵀ`` (mirroring an image cut
+into patches permutes the patches *and* mirrors the pixels inside each patch). For one
+multi-head attention layer with positional encodings P the adjunction moves g onto the
+parameters (our derivation, checked in the tests):
+
+.. math:: g\\cdot\\theta = (R_g^{-\\top} W_Q^h,\\; R_g^{-\\top} W_K^h,\\; R_g^{-\\top} W_V^h,\\;
+          W_O^h S_g^\\top,\\; \\Pi_g P R_g^\\top),
+
+and f(·; g·θ) = g·f(g^{-1}·(·); θ), where S_g acts on the output features. So f is
+G-equivariant iff f(·; g·θ) = f(·; θ) for every g; for an identifiable θ this means
+g·θ = k_g·θ for a unique parameter symmetry k_g: a head permutation τ_g with per-head
+changes of basis A_h (query–key) and B_h (value–output), and Π_g P R_gᵀ = P (the
+positional encodings must be equivariant). The head products Q^h = W_Q^h W_K^{hᵀ} and
+O^h = W_V^h W_O^h do not see A_h, B_h, so τ_g is found by matching transported products
+to the original ones (:func:`scipy.optimize.linear_sum_assignment`). Convention: head
+τ_g(h) on g·X does what head h does on X,
+``attention_maps(g·X)[τ_g(h)] = Π_g attention_maps(X)[h] Π_gᵀ``.
+
+Chapter: *Attention* (book/part2/07_attention).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from scipy.optimize import linear_sum_assignment
+
+from ..actions import Action, PermutationAction
+from ..groups import FiniteGroup, GroupElement, flip
+from ..models.attention import AttentionNetwork, MultiHeadAttention
+
+__all__ = [
+    "TokenAction",
+    "patch_mirror_action",
+    "patchify",
+    "unpatchify",
+    "head_products",
+    "transport_parameters",
+    "match_heads",
+    "recover_token_permutation",
+    "AttentionLatentAction",
+    "recover_attention_action",
+    "PlantedAttention",
+    "plant_attention_equivariant",
+]
+
+Tensor = torch.Tensor
+
+
+# -- actions on token sequences -------------------------------------------------------
+class TokenAction(Action):
+    """G acting on token sequences (n, d) by ``g·X = Π_g X R_gᵀ``.
+
+    Args:
+        group: a permutation group of the n token positions (it must carry
+            ``permutations``, as :func:`~eqlib.groups.symmetric` and
+            :func:`~eqlib.groups.from_permutations` give); token i moves to position g(i).
+        feature_action: an :class:`~eqlib.actions.Action` of the same group on R^d
+            acting on every token's features, or None for the trivial one.
+        token_dim: d, needed when ``feature_action`` is None.
+        token_perms: optional (|G|, n) array overriding ``group.permutations`` (for a
+            group such as :func:`~eqlib.groups.flip` that acts on tokens through a
+            homomorphism into S_n).
+
+    Chapter: *Attention* (book/part2/07_attention).
+    """
+
+    def __init__(self, group: FiniteGroup, feature_action: Action | None = None, token_dim: int | None = None,
+                 token_perms: np.ndarray | None = None):
+        perms = token_perms if token_perms is not None else getattr(group, "permutations", None)
+        if perms is None:
+            raise ValueError(f"{group.name} carries no token permutations; pass token_perms of shape (|G|, n)")
+        perms = np.asarray(perms, dtype=np.int64)
+        if perms.ndim != 2 or perms.shape[0] != group.order:
+            raise ValueError(f"token_perms must have shape ({group.order}, n), got {perms.shape}")
+        if feature_action is not None and feature_action.group != group:
+            raise ValueError("the feature action must be an action of the same group")
+        if feature_action is None and token_dim is None:
+            raise ValueError("give a feature_action or the token_dim of a trivial feature action")
+        self.group = group
+        self.perms = perms
+        self.inv = np.argsort(perms, axis=1)
+        self.n_tokens = perms.shape[1]
+        self.token_dim = feature_action.dim if feature_action is not None else int(token_dim)
+        self.feature_action = feature_action
+        self.dim = self.n_tokens * self.token_dim
+        self.shape = (self.n_tokens, self.token_dim)
+        # a homomorphism check on the token part (the feature part is an Action already)
+        for a in group:
+            for b in group:
+                if not np.array_equal(perms[(a @ b).index], perms[a.index][perms[b.index]]):
+                    raise ValueError(f"token_perms is not a homomorphism: perm({a.name}·{b.name}) ≠ "
+                                     f"perm({a.name})∘perm({b.name})")
+
+    def token_permutation(self, g: GroupElement) -> np.ndarray:
+        """π_g as an array: token i moves to position π_g[i]."""
+        return self.perms[self._check(g)].copy()
+
+    def permute_tokens(self, g: GroupElement, x: Tensor) -> Tensor:
+        """Π_g X: tokens only (axis -2), features untouched."""
+        return x[..., torch.as_tensor(self.inv[self._check(g)], device=x.device), :]
+
+    def feature_matrix(self, g: GroupElement) -> Tensor:
+        """R_g, shape (d, d)."""
+        if self.feature_action is None:
+            self._check(g)
+            return torch.eye(self.token_dim)
+        return self.feature_action.matrix(g)
+
+    def act(self, g: GroupElement, x: Tensor) -> Tensor:
+        if tuple(x.shape[-2:]) != self.shape:
+            if x.shape[-1] == self.dim:  # flat vectors (as Action.matrix uses)
+                return self.act(g, x.reshape(*x.shape[:-1], *self.shape)).reshape(x.shape)
+            raise ValueError(f"TokenAction acts on (..., {self.n_tokens}, {self.token_dim}), got {tuple(x.shape)}")
+        y = self.permute_tokens(g, x)
+        if self.feature_action is not None:
+            y = self.feature_action.act(g, y)
+        return y
+
+
+def patchify(images: Tensor, patch: int) -> Tensor:
+    """Cut images (N, C, H, W) into tokens (N, (H/p)(W/p), C p p), row-major over the grid.
+
+    Chapter: *Attention*.
+    """
+    N, C, H, W = images.shape
+    if H % patch or W % patch:
+        raise ValueError(f"image size {H}×{W} is not a multiple of the patch size {patch}")
+    x = images.reshape(N, C, H // patch, patch, W // patch, patch)
+    return x.permute(0, 2, 4, 1, 3, 5).reshape(N, (H // patch) * (W // patch), C * patch * patch)
+
+
+def unpatchify(tokens: Tensor, shape: tuple[int, int, int], patch: int) -> Tensor:
+    """Inverse of :func:`patchify`: tokens (N, n, C p p) → images (N, C, H, W).
+
+    Chapter: *Attention*.
+    """
+    C, H, W = shape
+    N = tokens.shape[0]
+    x = tokens.reshape(N, H // patch, W // patch, C, patch, patch)
+    return x.permute(0, 3, 1, 4, 2, 5).reshape(N, C, H, W)
+
+
+def patch_mirror_action(shape: tuple[int, int, int], patch: int) -> TokenAction:
+    """The horizontal mirror Z2 acting on patch tokens of images of ``shape`` (C, H, W).
+
+    Mirroring the image permutes the patches (column j ↔ last − j of the grid) and
+    mirrors the pixels inside each patch, so that
+    ``patchify(flip(x)) = action.act(m, patchify(x))``.
+
+    Chapter: *Attention*.
+    """
+    C, H, W = shape
+    if H % patch or W % patch:
+        raise ValueError(f"image size {H}×{W} is not a multiple of the patch size {patch}")
+    gh, gw = H // patch, W // patch
+    G = flip()
+    grid = np.arange(gh * gw).reshape(gh, gw)
+    token_perms = np.stack([grid.reshape(-1), grid[:, ::-1].reshape(-1)])  # an involution: its own inverse
+    pix = torch.arange(C * patch * patch).reshape(C, patch, patch)
+    mirrored = torch.flip(pix, dims=(-1,)).reshape(-1).numpy()
+    feat = PermutationAction.from_generators(G, {G["m"]: mirrored})
+    return TokenAction(G, feat, token_perms=token_perms)
+
+
+# -- parameters -----------------------------------------------------------------------
+def _layer(model: MultiHeadAttention | AttentionNetwork) -> MultiHeadAttention:
+    if isinstance(model, MultiHeadAttention):
+        return model
+    if isinstance(model, AttentionNetwork):
+        if model.depth != 1:
+            raise ValueError(f"head matching works layer by layer; pass one layer (this network has depth {model.depth})")
+        return model.layers[0]
+    raise ValueError(f"expected a MultiHeadAttention layer or an AttentionNetwork, got {type(model).__name__}")
+
+
+def head_products(layer: MultiHeadAttention) -> tuple[Tensor, Tensor]:
+    """The per-head products Q^h = W_Q^h W_K^{hᵀ} (H, d_in, d_in) and O^h = W_V^h W_O^h
+    (H, d_in, d_out). They do not change under per-head changes of basis
+    (W_Q A, W_K A^{-ᵀ}, W_V B, B^{-1} W_O) and are permuted by head permutations.
+
+    Chapter: *Attention*.
+    """
+    layer = _layer(layer)
+    with torch.no_grad():
+        return layer.W_Q @ layer.W_K.transpose(-1, -2), layer.W_V @ layer.W_O
+
+
+def transport_parameters(layer: MultiHeadAttention, action_in: TokenAction, g: GroupElement,
+                         out_features: Tensor | None = None) -> dict[str, Tensor]:
+    """g·θ: the parameters with f(·; g·θ) = g·f(g^{-1}·(·); θ) (the adjunction).
+
+    Args:
+        layer: the attention layer.
+        action_in: the action on input tokens (Π_g, R_g).
+        g: the group element.
+        out_features: S_g (d_out, d_out), the action on output features (default I;
+            the output tokens are permuted by Π_g).
+
+    Returns:
+        dict with W_Q, W_K, W_V (H, d_in, ·), W_O (H, d_v, d_out) and P (n, d_in) or None.
+
+    Chapter: *Attention*.
+    """
+    layer = _layer(layer)
+    R = action_in.feature_matrix(g).to(layer.W_Q)
+    Rit = torch.linalg.inv(R).T
+    S = torch.eye(layer.out_shape[1]) if out_features is None else out_features.to(layer.W_Q)
+    with torch.no_grad():
+        out = {name: Rit @ getattr(layer, name) for name in ("W_Q", "W_K", "W_V")}
+        out["W_O"] = layer.W_O @ S.T
+        out["P"] = None if layer.P is None else action_in.permute_tokens(g, layer.P) @ R.T
+    return out
+
+
+def _rel(a: Tensor, b: Tensor) -> Tensor:
+    """‖a − b‖ / max(‖b‖, tiny), over the last two axes."""
+    return (a - b).flatten(-2).norm(dim=-1) / b.flatten(-2).norm(dim=-1).clamp_min(1e-12)
+
+
+def match_heads(layer: MultiHeadAttention, action_in: TokenAction, g: GroupElement,
+                out_features: Tensor | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The head permutation τ_g read off the parameters.
+
+    Transports the head products by g and matches them to the original ones:
+    cost[h, j] = rel. error of Q^j vs (g·Q)^h + rel. error of O^j vs (g·O)^h, solved by
+    :func:`scipy.optimize.linear_sum_assignment`; τ_g(h) = j.
+
+    Returns:
+        (tau, cost, residual): tau (H,), the cost matrix (H, H), and per head the
+        matched cost (0 for an exactly equivariant layer).
+
+    Chapter: *Attention*.
+    """
+    layer = _layer(layer)
+    moved = transport_parameters(layer, action_in, g, out_features)
+    Q, O = head_products(layer)
+    Qg, Og = moved["W_Q"] @ moved["W_K"].transpose(-1, -2), moved["W_V"] @ moved["W_O"]
+    cost = (_rel(Qg[:, None], Q[None, :]) + _rel(Og[:, None], O[None, :])).numpy()
+    rows, cols = linear_sum_assignment(cost)
+    tau = np.empty(layer.heads, dtype=np.int64)
+    tau[rows] = cols
+    return tau, cost, cost[np.arange(layer.heads), tau]
+
+
+def recover_token_permutation(maps_x: Tensor, maps_gx: Tensor) -> tuple[np.ndarray, float]:
+    """The token permutation π with maps_gx ≈ Π maps_x Πᵀ, from attention maps alone.
+
+    Permuting the keys only reorders a row, so each query token's *sorted* attention row
+    is a fingerprint; matching fingerprints of g·X to those of X
+    (:func:`~scipy.optimize.linear_sum_assignment`) gives π: token i moves to π[i].
+
+    Args:
+        maps_x, maps_gx: attention maps (N, H', n, n) of X and g·X, heads already
+            matched (head k of maps_gx corresponds to head k of maps_x).
+
+    Returns:
+        (pi, residual): pi (n,), and ‖maps_gx − Π maps_x Πᵀ‖ / ‖maps_gx‖.
+
+    Chapter: *Attention*.
+    """
+    if maps_x.shape != maps_gx.shape or maps_x.dim() != 4 or maps_x.shape[-1] != maps_x.shape[-2]:
+        raise ValueError(f"need two attention-map tensors of equal shape (N, H, n, n), got "
+                         f"{tuple(maps_x.shape)} and {tuple(maps_gx.shape)}")
+    n = maps_x.shape[-1]
+    fx = maps_x.sort(dim=-1).values.permute(2, 0, 1, 3).reshape(n, -1)
+    fg = maps_gx.sort(dim=-1).values.permute(2, 0, 1, 3).reshape(n, -1)
+    rows, cols = linear_sum_assignment(torch.cdist(fx, fg).numpy())
+    pi = np.empty(n, dtype=np.int64)
+    pi[rows] = cols
+    inv = torch.as_tensor(np.argsort(pi))
+    moved = maps_x[..., inv, :][..., inv]
+    return pi, float((maps_gx - moved).norm() / maps_gx.norm().clamp_min(1e-12))
+
+
+# -- the recovery ---------------------------------------------------------------------
+@dataclass
+class AttentionLatentAction:
+    """What :func:`recover_attention_action` found, per group element (keyed by name).
+
+    Attributes:
+        head_perm: τ_g from the parameters (head h on X ↔ head τ_g(h) on g·X).
+        head_perm_maps: τ_g from the attention maps of X and g·X (activations).
+        token_perm: π_g recovered from the attention maps (token i moves to π_g[i]).
+        token_perm_given: π_g of the input action.
+        A, B: per-head changes of basis (H, d_k, d_k), (H, d_v, d_v) with
+            R_g^{-ᵀ} W_Q^h = W_Q^{τ(h)} A_h and R_g^{-ᵀ} W_V^h = W_V^{τ(h)} B_h.
+        head_residual: per head, the matched product cost (0 when exact).
+        basis_residual: rel. error of the K and O relations given A, B.
+        positional_residual: ‖Π_g P R_gᵀ − P‖/‖P‖ (0 iff P is equivariant; None w/o P).
+        maps_residual: ‖maps(g·X)[τ(h)] − Π maps(X)[h] Πᵀ‖ / ‖maps(g·X)‖.
+        output_residual: ‖f(g·X) − g·f(X)‖ / ‖f(X)‖.
+        tol: the tolerance behind :attr:`equivariant`.
+
+    Chapter: *Attention*.
+    """
+
+    group: FiniteGroup
+    head_perm: dict[str, np.ndarray] = field(default_factory=dict)
+    head_perm_maps: dict[str, np.ndarray] = field(default_factory=dict)
+    token_perm: dict[str, np.ndarray] = field(default_factory=dict)
+    token_perm_given: dict[str, np.ndarray] = field(default_factory=dict)
+    A: dict[str, Tensor] = field(default_factory=dict)
+    B: dict[str, Tensor] = field(default_factory=dict)
+    head_residual: dict[str, np.ndarray] = field(default_factory=dict)
+    basis_residual: dict[str, float] = field(default_factory=dict)
+    positional_residual: dict[str, float | None] = field(default_factory=dict)
+    maps_residual: dict[str, float] = field(default_factory=dict)
+    output_residual: dict[str, float] = field(default_factory=dict)
+    tol: float = 1e-4
+
+    @property
+    def equivariant(self) -> bool:
+        """True when every residual is below ``tol`` and both head matchings and both
+        token permutations agree, for every element."""
+        for g in self.head_perm:
+            worst = max(float(self.head_residual[g].max()), self.basis_residual[g], self.maps_residual[g],
+                        self.output_residual[g], self.positional_residual[g] or 0.0)
+            if not worst <= self.tol:
+                return False
+            if not np.array_equal(self.head_perm[g], self.head_perm_maps[g]):
+                return False
+            if not np.array_equal(self.token_perm[g], self.token_perm_given[g]):
+                return False
+        return True
+
+    def is_homomorphism(self) -> bool:
+        """Whether g ↦ τ_g respects products: τ_{ab} = τ_a ∘ τ_b (Remark 4.2 of the paper)."""
+        G = self.group
+        return all(np.array_equal(self.head_perm[(a @ b).name], self.head_perm[a.name][self.head_perm[b.name]])
+                   for a in G for b in G)
+
+    def worst_residual(self) -> float:
+        return max(max(float(self.head_residual[g].max()), self.basis_residual[g], self.maps_residual[g],
+                       self.output_residual[g], self.positional_residual[g] or 0.0) for g in self.head_perm)
+
+    def summary(self) -> str:
+        lines = [f"latent action of {self.group.name} on an attention layer: "
+                 + ("EQUIVARIANT (all residuals < %.0e)" % self.tol if self.equivariant
+                    else "NOT equivariant: no parameter symmetry relates g·θ to θ (worst residual %.3g)"
+                    % self.worst_residual())]
+        for g in self.head_perm:
+            pos = self.positional_residual[g]
+            lines.append(
+                f"  {g}: heads h→τ(h) {self.head_perm[g].tolist()} (maps say {self.head_perm_maps[g].tolist()}), "
+                f"tokens {self.token_perm[g].tolist()}"
+                + ("" if np.array_equal(self.token_perm[g], self.token_perm_given[g]) else
+                   f" (input action: {self.token_perm_given[g].tolist()})")
+                + f"; residuals: heads {float(self.head_residual[g].max()):.2g}, bases {self.basis_residual[g]:.2g}, "
+                f"maps {self.maps_residual[g]:.2g}, output {self.output_residual[g]:.2g}"
+                + ("" if pos is None else f", positional {pos:.2g}"))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, action_in: TokenAction, x: Tensor,
+                             out_features: Action | None = None, tol: float = 1e-4) -> AttentionLatentAction:
+    """Recover the latent action of G on an attention layer (the theorem's proof for attention).
+
+    For every g: transport θ by the adjunction, match heads by their products (τ_g),
+    solve for the per-head changes of basis A_h, B_h, check the positional encodings,
+    match heads again from the attention maps of X and g·X, and recover the token
+    permutation from the matched maps.
+
+    Args:
+        layer: a MultiHeadAttention layer (or a depth-1 AttentionNetwork).
+        action_in: how G acts on input tokens (see :class:`TokenAction`).
+        x: probe inputs (N, n, d_in).
+        out_features: the action of G on output features (default: the input feature
+            action when the layer keeps the token dimension, as in an autoencoder, else
+            trivial; pass :func:`eqlib.actions.trivial` for invariant features); output
+            tokens are permuted like the input's.
+        tol: tolerance for :attr:`AttentionLatentAction.equivariant`.
+
+    Returns:
+        An :class:`AttentionLatentAction`; its ``summary()`` says whether the layer is
+        equivariant and, when not, how far it is.
+
+    Raises:
+        ValueError: on shape mismatches between the layer, the action and x.
+
+    Chapter: *Attention* (book/part2/07_attention).
+    """
+    layer = _layer(layer)
+    n, d_in = layer.in_shape
+    if (action_in.n_tokens, action_in.token_dim) != (n, d_in):
+        raise ValueError(f"the action is on ({action_in.n_tokens}, {action_in.token_dim}) tokens, "
+                         f"the layer takes ({n}, {d_in})")
+    if x.dim() != 3 or tuple(x.shape[1:]) != (n, d_in):
+        raise ValueError(f"x must have shape (N, {n}, {d_in}), got {tuple(x.shape)}")
+    d_out = layer.out_shape[1]
+    if out_features is None and d_out == d_in and action_in.feature_action is not None:
+        out_features = action_in.feature_action
+    if out_features is not None and (out_features.dim != d_out or out_features.group != action_in.group):
+        raise ValueError(f"out_features must be an action of {action_in.group.name} on R^{d_out}")
+    G = action_in.group
+    res = AttentionLatentAction(G, tol=tol)
+    with torch.no_grad():
+        maps_x, fx = layer.attention_maps(x), layer(x)
+        for g in G:
+            S = out_features.matrix(g) if out_features is not None else torch.eye(d_out)
+            tau, _, resid = match_heads(layer, action_in, g, S)
+            moved = transport_parameters(layer, action_in, g, S)
+            # per-head changes of basis: W^{τ(h)} A_h = (g·W)^h, then check the partner relation
+            A = torch.linalg.lstsq(layer.W_Q[tau], moved["W_Q"], driver="gelsd").solution
+            B = torch.linalg.lstsq(layer.W_V[tau], moved["W_V"], driver="gelsd").solution
+            err_k = _rel(layer.W_K[tau] @ torch.linalg.pinv(A).transpose(-1, -2), moved["W_K"]).max()
+            err_o = _rel(torch.linalg.pinv(B) @ layer.W_O[tau], moved["W_O"]).max()
+            gx = action_in.act(g, x)
+            maps_gx = layer.attention_maps(gx)
+            pi_given = action_in.token_permutation(g)
+            inv = torch.as_tensor(np.argsort(pi_given))
+            expected = maps_x[..., inv, :][..., inv]  # Π maps(X) Πᵀ, head by head
+            cost = _rel(maps_gx.transpose(0, 1)[None, :], expected.transpose(0, 1)[:, None])
+            cost = cost.mean(-1)  # (H, H): expected head h vs head j of g·X
+            r, c = linear_sum_assignment(cost.numpy())
+            tau_maps = np.empty(layer.heads, dtype=np.int64)
+            tau_maps[r] = c
+            pi, _ = recover_token_permutation(maps_x, maps_gx[:, torch.as_tensor(tau)])
+            name = g.name
+            res.head_perm[name], res.head_perm_maps[name] = tau, tau_maps
+            res.token_perm[name], res.token_perm_given[name] = pi, pi_given
+            res.A[name], res.B[name] = A, B
+            res.head_residual[name] = resid
+            res.basis_residual[name] = float(max(err_k, err_o))
+            res.positional_residual[name] = None if layer.P is None else float(_rel(moved["P"], layer.P))
+            res.maps_residual[name] = float((maps_gx[:, torch.as_tensor(tau)] - expected).norm()
+                                            / maps_gx.norm().clamp_min(1e-12))
+            g_fx = action_in.permute_tokens(g, fx) @ S.T
+            res.output_residual[name] = float((layer(gx) - g_fx).norm() / fx.norm().clamp_min(1e-12))
+    return res
+
+
+# -- planting -------------------------------------------------------------------------
+@dataclass
+class PlantedAttention:
+    """A planted equivariant attention layer.
+
+    Attributes:
+        layer: the layer (hidden by a random attention symmetry when ``hidden``).
+        head_perm: {g.name: τ_g} of the returned layer (conjugated by the hiding
+            symmetry's head permutation).
+        action_in: the input action; out_features: the output feature action.
+        hidden: whether a random attention symmetry was applied.
+
+    Chapter: *Attention*.
+    """
+
+    layer: MultiHeadAttention
+    head_perm: dict[str, np.ndarray]
+    action_in: TokenAction
+    out_features: Action | None
+    hidden: bool
+
+
+def _regular_block(stab: list[GroupElement], s: GroupElement, dim: int) -> Tensor:
+    """s acting on R^dim by copies of the regular representation of the stabilizer
+    (columns indexed by stabilizer elements), the leftover columns fixed."""
+    k = len(stab)
+    M = torch.eye(dim)
+    pos = {t.index: i for i, t in enumerate(stab)}
+    for c in range(dim // k):
+        block = torch.zeros(k, k)
+        for i, t in enumerate(stab):
+            block[pos[(s @ t).index], i] = 1.0
+        M[c * k:(c + 1) * k, c * k:(c + 1) * k] = block
+    return M
+
+
+def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray | dict, d_out: int | None = None,
+                                out_features: Action | None = None, d_k: int = 4, d_v: int = 4,
+                                positional: bool = True, hide: bool = True, seed: int = 0) -> PlantedAttention:
+    """An attention layer that is G-equivariant with a chosen head permutation, then hidden.
+
+    Heads are built orbit by orbit: for a representative h0 with stabilizer G_{h0},
+    W^{h0} is averaged so that s·W^{h0} = W^{h0} A_s (A a sum of regular representations
+    of G_{h0}); then head τ_g(h0) := g·(head h0). P is averaged to Π_g P R_gᵀ = P. With
+    ``hide``, a random attention symmetry (head permutation and per-head GL changes,
+    :func:`eqlib.symmetries.sample_attention_symmetry`) is applied, which conjugates
+    the planted head permutation.
+
+    Args:
+        action_in: how G acts on input tokens.
+        head_perms: τ as an array (|G|, H) (row g: head h → τ_g(h)) or {g: τ_g}; must
+            be a homomorphism G → S_H.
+        d_out: output token dimension (default: the input's, as in an autoencoder).
+        out_features: the action on output features (default: the input feature action
+            when d_out equals the input dimension and one is given, else trivial).
+        d_k, d_v: per-head query/key and value dimensions.
+        positional: whether the layer has positional encodings.
+        hide: apply a random attention symmetry afterwards.
+        seed: seed of everything random.
+
+    Raises:
+        ValueError: if head_perms is not a homomorphism, or the shapes do not fit.
+
+    Chapter: *Attention* (book/part2/07_attention).
+    """
+    G = action_in.group
+    if isinstance(head_perms, dict):
+        head_perms = np.stack([np.asarray(head_perms[g] if g in head_perms else head_perms[g.name]) for g in G])
+    tau = np.asarray(head_perms, dtype=np.int64)
+    if tau.ndim != 2 or tau.shape[0] != G.order:
+        raise ValueError(f"head_perms must have shape ({G.order}, H), got {tau.shape}")
+    H = tau.shape[1]
+    if not all(sorted(row) == list(range(H)) for row in tau.tolist()):
+        raise ValueError("every row of head_perms must be a permutation of the heads")
+    for a in G:
+        for b in G:
+            if not np.array_equal(tau[(a @ b).index], tau[a.index][tau[b.index]]):
+                raise ValueError(f"head_perms is not a homomorphism: τ({a.name}·{b.name}) ≠ τ({a.name})∘τ({b.name})")
+    n, d_in = action_in.n_tokens, action_in.token_dim
+    d_out = d_in if d_out is None else int(d_out)
+    if out_features is None and d_out == d_in and action_in.feature_action is not None:
+        out_features = action_in.feature_action
+    if out_features is not None and (out_features.dim != d_out or out_features.group != G):
+        raise ValueError(f"out_features must be an action of {G.name} on R^{d_out}")
+    gen = torch.Generator().manual_seed(int(seed))
+    layer = MultiHeadAttention(n, d_in, d_out, H, d_k, d_v, positional, gen)
+    R = {g.index: action_in.feature_matrix(g) for g in G}
+    Rit = {i: torch.linalg.inv(m).T for i, m in R.items()}
+    S = {g.index: (out_features.matrix(g) if out_features is not None else torch.eye(d_out)) for g in G}
+    WQ, WK, WV, WO = (torch.zeros_like(p) for p in (layer.W_Q, layer.W_K, layer.W_V, layer.W_O))
+    done = np.zeros(H, dtype=bool)
+    with torch.no_grad():
+        for h0 in range(H):
+            if done[h0]:
+                continue
+            stab = [s for s in G if tau[s.index, h0] == h0]
+            q0, k0, v0, o0 = layer.W_Q[h0], layer.W_K[h0], layer.W_V[h0], layer.W_O[h0]
+            Aq = [_regular_block(stab, s, d_k) for s in stab]
+            Bv = [_regular_block(stab, s, d_v) for s in stab]
+            # twirls: s·W_Q = W_Q A_s, s·W_K = W_K A_s^{-T}, s·W_V = W_V B_s, W_O S_s^T = B_s^{-1} W_O
+            q = sum(Rit[s.index] @ q0 @ torch.linalg.inv(a) for s, a in zip(stab, Aq)) / len(stab)
+            k = sum(Rit[s.index] @ k0 @ a.T for s, a in zip(stab, Aq)) / len(stab)
+            v = sum(Rit[s.index] @ v0 @ torch.linalg.inv(b) for s, b in zip(stab, Bv)) / len(stab)
+            o = sum(torch.linalg.inv(b) @ o0 @ torch.linalg.inv(S[s.index]).T for s, b in zip(stab, Bv)) / len(stab)
+            for g in G:
+                h = int(tau[g.index, h0])
+                if done[h]:
+                    continue
+                WQ[h], WK[h], WV[h] = Rit[g.index] @ q, Rit[g.index] @ k, Rit[g.index] @ v
+                WO[h] = o @ S[g.index].T
+                done[h] = True
+        layer.W_Q.copy_(WQ), layer.W_K.copy_(WK), layer.W_V.copy_(WV), layer.W_O.copy_(WO)
+        if layer.P is not None:
+            P0 = layer.P.clone()
+            layer.P.copy_(sum(action_in.permute_tokens(g, P0) @ R[g.index].T for g in G) / G.order)
+    planted = {g.name: tau[g.index].copy() for g in G}
+    if hide:
+        from ..symmetries import apply_attention_symmetry, sample_attention_symmetry
+
+        sym = sample_attention_symmetry(layer, seed=int(seed) + 1)
+        layer = apply_attention_symmetry(layer, sym)
+        new_from_old = sym.perm.numpy()  # new head h is old head new_from_old[h]
+        slot = np.argsort(new_from_old)  # old head h sits in slot[h]
+        # τ'(slot[h]) = slot[τ(h)], i.e. τ' = slot ∘ τ ∘ slot^{-1}
+        planted = {name: slot[t[new_from_old]] for name, t in planted.items()}
+    return PlantedAttention(layer, planted, action_in, out_features, hide)

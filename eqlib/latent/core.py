@@ -1,0 +1,174 @@
+"""``latent_actions``: the one entry point for recovering latent actions of an MLP.
+
+Chapter: *The main theorem* (book/part2/05_main_theorem).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..actions import Action, check_equivariance
+from .lstsq import paired_features, fit_linear_action
+from .result import LatentActions, dense_action, homomorphism_error, layer_errors
+from .weights import layer_kind, lift_action, mlp_layers, recover_by_weights
+from .activations import recover_by_activations
+
+__all__ = ["latent_actions", "METHODS"]
+
+METHODS = ("weights", "activations", "lstsq")
+
+Tensor = torch.Tensor
+
+
+def _probes(model, n: int, seed: int) -> Tensor:
+    d0 = mlp_layers(model)[0].in_dim
+    dev = mlp_layers(model)[0].weight.device
+    return torch.randn(n, d0, generator=torch.Generator().manual_seed(seed)).to(dev)
+
+
+def _reduce(model, notes: list[str]):
+    """(reduced model, alphas, alpha_stars) or (model, None, None) if nothing to reduce."""
+    try:
+        from ..submodels import reduce
+    except ImportError:  # pragma: no cover - the submodels module is part of eqlib
+        notes.append("eqlib.submodels is not available: the network was not reduced")
+        return model, None, None
+    red = reduce(model)
+    reduced = red.model
+    if list(reduced.dims) == list(model.dims):
+        return model, None, None
+    notes.append(f"reduced the network from widths {model.dims} to {reduced.dims} (dead/cloned units); "
+                 "actions lifted by k = α k̃ α* + (I − α α*)")
+    return reduced, red.alpha, red.alpha_star
+
+
+def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weights", x: Tensor | None = None,
+                   tol: float | None = None, reduce: bool = True, num_probes: int = 512, seed: int = 0,
+                   samples: int | Tensor = 100_000, fit_fraction: float = 0.5, ridge: float = 0.0,
+                   solver: str | None = None, noise_scale: float = 1.0) -> LatentActions:
+    """Recover the latent actions k_i(g) of an equivariant MLP and diagnose them.
+
+    Args:
+        model: an :class:`~eqlib.models.MLP` (Dense layers) of depth L.
+        rho_in, rho_out: the actions of G on the input V_0 and the output V_L.
+        method: ``"weights"`` (the constructive proof: match rows of the weights),
+            ``"activations"`` (match units of f_{≤i}(x) and f_{≤i}(g x) on inputs x) or
+            ``"lstsq"`` (fit unconstrained linear maps A_i(g) with
+            A_i f_{≤i}(y) ≈ f_{≤i}(g y) on noise samples).
+        x: (N, d_0) inputs: the probes of the diagnostics and the inputs of
+            ``"activations"``; default ``num_probes`` seeded Gaussian vectors.
+        tol: relative tolerance of every check (default 1e-4; 1e-3 for ``"lstsq"``).
+        reduce: (``"weights"``) reduce the network first (:func:`eqlib.submodels.reduce`),
+            so weakly identifiable networks (dead or cloned units) work.
+        num_probes, seed: default probes.
+        samples, fit_fraction, ridge, solver, noise_scale: (``"lstsq"``) as in
+            :func:`~eqlib.latent.linear_equivariance_error`.
+
+    Returns:
+        :class:`LatentActions`: the actions, each layer's equivariance error under them,
+        homomorphism errors, ``equivariant`` (end to end), ``identifiable``,
+        ``failed_layers`` and a readable ``summary()``. A network that is not
+        equivariant gets ``equivariant=False`` (and ``ok`` False) whatever its actions;
+        an equivariant one whose relations fail at some layer gets
+        ``identifiable=False`` and those layers in ``failed_layers``.
+
+    Raises:
+        ValueError: unknown method, mismatched actions, a hidden layer without
+            nonlinearity (``"weights"``/``"activations"``).
+        TypeError: a model that is not an MLP of Dense layers.
+
+    Example:
+        >>> res = latent_actions(net, rho_in, rho_out, method="weights")
+        >>> res.ok, res.matrix(1, G["m"])
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem); methods compared in
+    *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose from {METHODS}")
+    layers = mlp_layers(model)
+    if rho_in.group != rho_out.group:
+        raise ValueError("rho_in and rho_out must be actions of one group")
+    if rho_in.dim != layers[0].in_dim or rho_out.dim != layers[-1].out_dim:
+        raise ValueError(f"rho_in acts on R^{rho_in.dim} and rho_out on R^{rho_out.dim}, but the network maps "
+                         f"R^{layers[0].in_dim} → R^{layers[-1].out_dim}")
+    if len(layers) < 2:
+        raise ValueError("a network of depth 1 has no hidden layers")
+    G = rho_in.group
+    tol = tol if tol is not None else (1e-3 if method == "lstsq" else 1e-4)
+    notes: list[str] = []
+    if x is None:
+        x = _probes(model, num_probes, seed)
+    x = x.reshape(x.shape[0], -1)
+    e2e = check_equivariance(model, rho_in, rho_out, x)
+    e2e_err = max(e2e.values())
+    equivariant = e2e_err <= tol
+    L = len(layers)
+    in_group = [0.0] * (L - 1)
+
+    if method == "weights":
+        target, alphas, alpha_stars = _reduce(model, notes) if reduce else (model, None, None)
+        actions, residuals, ambiguous = recover_by_weights(target, rho_in, rho_out, tol)
+        for i, n in enumerate(ambiguous, start=1):
+            if n:
+                notes.append(f"layer {i}: {n} units have parallel rows [w | b] (clones) or are zero: "
+                             "the match is not unique")
+        if alphas is not None:
+            actions = [lift_action(a, alphas[i + 1], alpha_stars[i + 1]) for i, a in enumerate(actions)]
+        match = list(residuals)
+        failed = [i + 1 for i, r in enumerate(residuals) if not r <= tol]
+        failed += [i + 1 for i, n in enumerate(ambiguous) if n and i + 1 not in failed]
+    elif method == "activations":
+        for l in layers[:-1]:
+            layer_kind(l.activation)  # clear error for linear hidden layers
+        actions, residuals = recover_by_activations(model, rho_in, x)
+        match = list(residuals)
+        failed = [i + 1 for i, r in enumerate(residuals) if not r <= tol]
+    else:
+        from ..symmetries import symmetry_group
+
+        actions, match, failed = [], [], []
+        for i in range(1, L):
+            mats = []
+            worst, dist = 0.0, 0.0
+            prefix = model.prefix(i)
+            for g in G:
+                F, Fg = paired_features(prefix, rho_in, g, samples, seed, noise_scale)
+                fit = fit_linear_action(F, Fg, fit_fraction, ridge, solver)
+                mats.append(fit.A.cpu())
+                worst = max(worst, fit.median_error)
+                act = layers[i - 1].activation
+                if act != "identity":
+                    _, dd = symmetry_group(act, fit.A.shape[0]).project(fit.A)
+                    dist = max(dist, dd / float(fit.A.norm().clamp_min(1e-12)))
+            actions.append(dense_action(G, torch.stack(mats)))
+            match.append(worst)
+            in_group[i - 1] = dist
+            if not worst <= tol:
+                failed.append(i)
+        notes.append("lstsq actions are unconstrained linear maps; 'distance to K_i' is the relative Frobenius "
+                     "distance to the nearest element of the layer's symmetry group")
+
+    errs = layer_errors(model, rho_in, rho_out, actions, x)
+    if method != "weights":
+        last = float(errs[-1].max())
+        match.append(last)
+        if not last <= tol and L not in failed:
+            failed.append(L)
+    for i in range(1, L + 1):
+        if not float(errs[i - 1].max()) <= tol and i not in failed:
+            failed.append(i)
+    failed.sort()
+    homs = [homomorphism_error(a) for a in actions]
+    if not equivariant:
+        identifiable = None
+        notes.append(f"the network is not {G.name}-equivariant (relative error {e2e_err:.3g} > tol {tol:g}): "
+                     "no latent actions are claimed")
+    elif failed:
+        identifiable = False
+        notes.append(f"the network is equivariant but layers {failed} are not equivariant under any recovered "
+                     "action: the parameters are not (weakly) identifiable")
+    else:
+        identifiable = True
+    return LatentActions(G, method, actions, e2e_err, equivariant, errs, homs, match, in_group, failed,
+                         identifiable, tol, notes)

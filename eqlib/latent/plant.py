@@ -1,0 +1,203 @@
+"""Networks equivariant by construction, with their layerwise structure hidden.
+
+:func:`plant_equivariant` chooses a hidden representation for every hidden layer
+(copies of the regular representation of G, twisted by random sign characters
+χ: G → {±1} when signs are allowed, plus one-dimensional character units for the
+remainder), draws random *equivariant* weights and biases, then applies a random element
+of the parameter symmetry group K (:func:`eqlib.symmetries.apply_symmetry`) so that the
+structure is no longer visible in the weights. The returned hidden actions are the
+conjugated ones, k_i ρ_i(g) k_i^{-1}: the ground truth a recovery should find (up to the
+layer's own stabilizer).
+
+Equivariant weights (ρ_out(g) W = W ρ_in(g) for all g) are drawn in one of two ways:
+
+- small layers (``d_out·d_in ≤ 4096``): a Gaussian combination of a basis of the null
+  space of the stacked constraints ``ρ_out(h) ⊗ ρ_in(h⁻¹)ᵀ − I`` over the generators h
+  (:func:`scipy.linalg.null_space`, row-major vec: vec(A W B) = (A ⊗ Bᵀ) vec(W));
+- larger layers: the group average W = 1/|G| Σ_g ρ_out(g) W₀ ρ_in(g)⁻¹ of a Gaussian W₀,
+  which costs |G| indexing passes for permutation-like actions (no d² × d² matrix).
+
+For orthogonal actions both give an isotropic Gaussian on the space of equivariant maps
+(the average is the orthogonal projection onto it), so the choice changes only the cost.
+
+Chapter: *The main theorem* (book/part2/05_main_theorem).
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import scipy.linalg
+import torch
+
+from ..actions import Action
+from ..groups import FiniteGroup
+from ..models.mlp import MLP, ODD_ACTIVATIONS
+from .result import MonomialAction
+from .weights import left_multiply, monomial_of, right_multiply
+
+__all__ = ["sign_characters", "hidden_representation", "equivariant_weight", "plant_equivariant"]
+
+Tensor = torch.Tensor
+
+NULL_SPACE_MAX = 4096
+
+
+def sign_characters(group: FiniteGroup) -> list[np.ndarray]:
+    """All homomorphisms χ: G → {±1}, each as a (|G|,) array (the trivial one first).
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    """
+    gens = group.generators
+    out = []
+    for values in itertools.product([1.0, -1.0], repeat=len(gens)):
+        chi = np.array([np.prod([values[k] for k in word]) if word else 1.0 for word in group.words])
+        if np.array_equal(chi[:, None] * chi[None, :], chi[group.table]):
+            out.append(chi)
+    return out
+
+
+def hidden_representation(group: FiniteGroup, dim: int, signed: bool, seed: int = 0) -> MonomialAction:
+    """A (signed) permutation representation of G on R^dim.
+
+    ``dim // |G|`` copies of the regular representation ρ(g) e_h = χ(g) e_{gh}, each with a
+    random sign character χ (trivial if not ``signed``), and ``dim mod |G|`` one-dimensional
+    units g ↦ χ(g).
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    """
+    n = group.order
+    rng = np.random.default_rng(seed)
+    chars = sign_characters(group) if signed else [np.ones(n)]
+    copies, rest = divmod(int(dim), n)
+    inv = np.array([group.inverse(g).index for g in group])
+    perm = np.empty((n, dim), dtype=np.int64)
+    scales = np.empty((n, dim))
+    for c in range(copies):
+        chi = chars[rng.integers(len(chars))]
+        # (ρ(g) z)_j = χ(g) z_{g⁻¹ j}
+        perm[:, c * n:(c + 1) * n] = c * n + group.table[inv, :]
+        scales[:, c * n:(c + 1) * n] = chi[:, None]
+    for j in range(copies * n, dim):
+        chi = chars[rng.integers(len(chars))]
+        perm[:, j] = j
+        scales[:, j] = chi
+    return MonomialAction(group, torch.as_tensor(perm), torch.as_tensor(scales, dtype=torch.get_default_dtype()))
+
+
+def _mono_or_matrix(action: Action, g):
+    m = monomial_of(action, g)
+    return m if m is not None else action.matrix(g)
+
+
+def equivariant_weight(rho_in: Action, rho_out: Action, seed: int = 0, method: str | None = None) -> Tensor:
+    """A random W of shape (d_out, d_in) with ρ_out(g) W = W ρ_in(g) for every g.
+
+    Args:
+        rho_in, rho_out: actions of one group.
+        seed: seed of the Gaussian draw.
+        method: ``"null_space"`` or ``"average"``; default by size (null space up to
+            d_out·d_in = 4096).
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    """
+    G = rho_in.group
+    d_in, d_out = rho_in.dim, rho_out.dim
+    gen = torch.Generator().manual_seed(int(seed))
+    method = method or ("null_space" if d_in * d_out <= NULL_SPACE_MAX else "average")
+    if method == "null_space":
+        eye = np.eye(d_in * d_out)
+        blocks = [np.kron(rho_out.matrix(h).double().numpy(), rho_in.matrix(~h).double().numpy().T) - eye
+                  for h in G.generators]
+        if not blocks:
+            return torch.randn(d_out, d_in, generator=gen)
+        N = scipy.linalg.null_space(np.concatenate(blocks))
+        if N.shape[1] == 0:
+            return torch.zeros(d_out, d_in)
+        c = torch.randn(N.shape[1], generator=gen, dtype=torch.float64).numpy()
+        return torch.as_tensor(N @ c, dtype=torch.get_default_dtype()).reshape(d_out, d_in)
+    if method != "average":
+        raise ValueError(f"method must be 'null_space' or 'average', got {method!r}")
+    W0 = torch.randn(d_out, d_in, generator=gen)
+    W = torch.zeros_like(W0)
+    for g in G:
+        W += right_multiply(left_multiply(_mono_or_matrix(rho_out, g), W0), _mono_or_matrix(rho_in, ~g))
+    return W / G.order
+
+
+def _invariant_vector(rho: Action, gen: torch.Generator) -> Tensor:
+    b0 = torch.randn(rho.dim, generator=gen)
+    return torch.stack([rho.act(g, b0) for g in rho.group]).mean(0)
+
+
+def plant_equivariant(group: FiniteGroup, rho_in: Action, rho_out: Action, widths, activation: str = "tanh",
+                      hidden: str | None = None, seed: int = 0, gain: float = 1.5, bias_scale: float = 0.5,
+                      hide: bool = True) -> tuple[MLP, list[MonomialAction]]:
+    """A random G-equivariant MLP whose layerwise structure is hidden by a symmetry.
+
+    Args:
+        group: G.
+        rho_in, rho_out: actions of G on V_0 = R^{widths[0]} and V_L = R^{widths[-1]}.
+        widths: [d_0, d_1, …, d_L].
+        activation: hidden activation (tanh, relu, gelu, sigmoid); the last layer is linear.
+        hidden: ``"signed_permutation"`` (signed hidden representations; needs an odd
+            activation) or ``"permutation"``; default signed for odd activations.
+        seed: seeds everything (representations, weights, the hiding symmetry).
+        gain: the rows of every weight have mean norm ``gain`` (pre-activations of order 1).
+        bias_scale: scale of the (equivariant) biases.
+        hide: apply a random element of K = Π K_i (:func:`eqlib.symmetries.apply_symmetry`).
+
+    Returns:
+        (model, hidden_actions): the MLP and, per hidden layer, the action that makes
+        every layer equivariant (as a :class:`MonomialAction`).
+
+    Raises:
+        ValueError: mismatched dimensions, a signed hidden representation with a
+            non-odd activation, an unknown ``hidden``.
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    """
+    from ..symmetries import SymmetryElement, apply_symmetry, symmetry_group
+
+    widths = [int(w) for w in widths]
+    if len(widths) < 3:
+        raise ValueError(f"need at least one hidden layer: widths {widths}")
+    if rho_in.group != group or rho_out.group != group:
+        raise ValueError("rho_in and rho_out must be actions of the given group")
+    if rho_in.dim != widths[0] or rho_out.dim != widths[-1]:
+        raise ValueError(f"rho_in acts on R^{rho_in.dim} and rho_out on R^{rho_out.dim}, widths are {widths}")
+    if hidden is None:
+        hidden = "signed_permutation" if activation in ODD_ACTIVATIONS else "permutation"
+    if hidden not in ("signed_permutation", "permutation"):
+        raise ValueError(f"hidden must be 'signed_permutation' or 'permutation', got {hidden!r}")
+    if hidden == "signed_permutation" and activation not in ODD_ACTIVATIONS:
+        raise ValueError(f"signed hidden representations need an odd activation (tanh); {activation!r} does not "
+                         "commute with sign flips: use hidden='permutation'")
+    L = len(widths) - 1
+    reps: list[Action] = [rho_in]
+    for i in range(1, L):
+        reps.append(hidden_representation(group, widths[i], hidden == "signed_permutation", seed=seed * 7919 + i))
+    reps.append(rho_out)
+    model = MLP(widths, activations=activation, seed=seed)
+    gen = torch.Generator().manual_seed(int(seed) + 1)
+    with torch.no_grad():
+        for i, layer in enumerate(model.layers):
+            W = equivariant_weight(reps[i], reps[i + 1], seed=seed * 1009 + i)
+            W = W * (gain * W.shape[0] ** 0.5 / W.norm().clamp_min(1e-12))
+            layer.weight.copy_(W)
+            if layer.bias is not None:
+                layer.bias.copy_(_invariant_vector(reps[i + 1], gen) * bias_scale)
+    actions = [r for r in reps[1:-1]]
+    if hide:
+        ks = [symmetry_group(activation, widths[i]).sample(seed=seed * 31 + i) for i in range(1, L)]
+        model = apply_symmetry(model, ks)
+        hidden_actions = []
+        for k, rep in zip(ks, actions):
+            perm, scales = [], []
+            for g in group:
+                c = k @ SymmetryElement(rep.perm[g.index], rep.scales[g.index]) @ ~k
+                perm.append(c.perm)
+                scales.append(c.scale)
+            hidden_actions.append(MonomialAction(group, torch.stack(perm), torch.stack(scales)))
+        actions = hidden_actions
+    return model, actions

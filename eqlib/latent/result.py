@@ -1,0 +1,228 @@
+"""The result of latent-action recovery and its diagnostics.
+
+Chapter: *The main theorem* (book/part2/05_main_theorem).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..actions import Action
+from ..groups import FiniteGroup, GroupElement
+from .units import compose_monomial, monomial_matrix
+
+__all__ = ["MonomialAction", "LatentActions", "layer_errors", "homomorphism_error"]
+
+Tensor = torch.Tensor
+
+
+class MonomialAction(Action):
+    """An action by monomial matrices: ``(k(g) z)_j = scales[g, j] · z_{perm[g, j]}``.
+
+    Signed permutations (tanh), positively scaled permutations (ReLU) and permutations
+    (GELU) are all of this form. It does not check the homomorphism property (a
+    recovered action may fail it; :func:`homomorphism_error` measures by how much).
+
+    Args:
+        group: the group.
+        perm: (|G|, d) long tensor.
+        scales: (|G|, d) tensor.
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    """
+
+    def __init__(self, group: FiniteGroup, perm: Tensor, scales: Tensor):
+        if perm.shape != scales.shape or perm.ndim != 2 or perm.shape[0] != group.order:
+            raise ValueError(f"need perm and scales of shape ({group.order}, d), got {tuple(perm.shape)}, "
+                             f"{tuple(scales.shape)}")
+        self.group, self.perm, self.scales = group, perm.long(), scales
+        self.dim = perm.shape[1]
+        self.shape = (self.dim,)
+
+    def act(self, g: GroupElement, x: Tensor) -> Tensor:
+        i = self._check(g)
+        return x[..., self.perm[i].to(x.device)] * self.scales[i].to(device=x.device, dtype=x.dtype)
+
+    def matrix(self, g: GroupElement) -> Tensor:
+        i = self._check(g)
+        return monomial_matrix(self.perm[i], self.scales[i])
+
+    def is_signed_permutation(self, tol: float = 1e-5) -> bool:
+        return bool(((self.scales.abs() - 1).abs() <= tol).all())
+
+
+class _DenseAction(Action):
+    """Action given by stacked matrices, without the homomorphism check of MatrixAction."""
+
+    def __init__(self, group: FiniteGroup, matrices: Tensor):
+        self.group, self._m = group, matrices
+        self.dim = matrices.shape[1]
+        self.shape = (self.dim,)
+
+    def act(self, g: GroupElement, x: Tensor) -> Tensor:
+        return x @ self._m[self._check(g)].to(device=x.device, dtype=x.dtype).T
+
+    def matrix(self, g: GroupElement) -> Tensor:
+        return self._m[self._check(g)].clone()
+
+
+def homomorphism_error(action: Action, num_probes: int = 4, seed: int = 0) -> float:
+    """Largest relative violation of k(e) = I and k(g s) = k(g) k(s) over all g and generators s.
+
+    Together these imply k(gh) = k(g) k(h) for all g, h (write h as a word in the
+    generators). Monomial actions are composed exactly; others on random probes.
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    """
+    G = action.group
+    if isinstance(action, MonomialAction):
+        P, S = action.perm, action.scales
+        e = G.identity.index
+        err = float((S[e] - 1).abs().max()) + float((P[e] != torch.arange(action.dim, device=P.device)).any())
+        for g in G:
+            for s in G.generators:
+                p, sc = compose_monomial(P[g.index], S[g.index], P[s.index], S[s.index])
+                gs = (g @ s).index
+                if not torch.equal(p, P[gs]):
+                    return float("inf") if action.dim else 0.0
+                err = max(err, float((sc - S[gs]).abs().max() / S[gs].abs().max().clamp_min(1e-12)))
+        return err
+    x = torch.randn(num_probes, action.dim, generator=torch.Generator().manual_seed(seed))
+    scale = x.norm()
+    err = float((action.act(G.identity, x) - x).norm() / scale)
+    for g in G:
+        for s in G.generators:
+            lhs = action.act(g, action.act(s, x))
+            err = max(err, float((lhs - action.act(g @ s, x)).norm() / scale))
+    return err
+
+
+def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x: Tensor) -> np.ndarray:
+    """Relative equivariance error of every layer under given latent actions.
+
+    Entry [i-1, g] is ``‖f_i(k_{i-1}(g) y) − k_i(g) f_i(y)‖ / ‖f_i(y)‖`` over the batch
+    y = f_{≤i-1}(x), with k_0 = ρ_in and k_L = ρ_out.
+
+    Args:
+        model: a :class:`~eqlib.models.Model` of depth L.
+        rho_in, rho_out: the actions on V_0 and V_L.
+        hidden: L − 1 actions on V_1 … V_{L-1}.
+        x: (N, d_0) probe inputs.
+
+    Returns:
+        (L, |G|) array.
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    """
+    ks = [rho_in, *hidden, rho_out]
+    G = rho_in.group
+    out = np.zeros((model.depth, G.order))
+    with torch.no_grad():
+        y = x.reshape(x.shape[0], -1)
+        for i, layer in enumerate(model.layers):
+            fy = layer(y)
+            scale = fy.norm().clamp_min(1e-12)
+            for g in G:
+                out[i, g.index] = float((layer(ks[i].act(g, y)) - ks[i + 1].act(g, fy)).norm() / scale)
+            y = fy
+    return out
+
+
+@dataclass
+class LatentActions:
+    """Recovered latent actions k_i(g) of a network and their diagnostics.
+
+    Attributes:
+        group: the group G.
+        method: ``"weights"``, ``"activations"`` or ``"lstsq"``.
+        actions: one :class:`~eqlib.actions.Action` per hidden layer (index 0 is V_1).
+        equivariance_error: relative end-to-end error ``max_g ‖f(ρ_in(g)x) − ρ_out(g)f(x)‖/‖f(x)‖``.
+        equivariant: whether that error is within the tolerance.
+        layer_errors: (L, |G|) array, each layer's equivariance error under the actions.
+        homomorphism_errors: per hidden layer, the error of g ↦ k_i(g) as a homomorphism.
+        match_residuals: per layer i = 1..L, the relative residual of the weight relation
+            (``"weights"``), of the activation match (``"activations"``) or the median
+            held-out lstsq error (``"lstsq"``, hidden layers only), max over g.
+        in_group_distance: per hidden layer, distance of k_i to the layer's symmetry
+            group K_i (0 for ``"weights"``/``"activations"``; the projection distance for
+            ``"lstsq"``).
+        failed_layers: layers (1..L) whose relation does not hold within the tolerance.
+        identifiable: False when the network is equivariant but some layer cannot be
+            made equivariant by an action of K_i (the theorem's hypothesis fails);
+            None when undecided (the network is not equivariant).
+        tol: the tolerance used.
+        notes: readable remarks (reduction, fallbacks, failures).
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    """
+
+    group: FiniteGroup
+    method: str
+    actions: list[Action]
+    equivariance_error: float
+    equivariant: bool
+    layer_errors: np.ndarray
+    homomorphism_errors: list[float]
+    match_residuals: list[float]
+    in_group_distance: list[float]
+    failed_layers: list[int]
+    identifiable: bool | None
+    tol: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Equivariant, every layer equivariant under the actions, homomorphisms."""
+        return (self.equivariant and not self.failed_layers
+                and bool(np.all(self.layer_errors <= self.tol))
+                and all(h <= self.tol for h in self.homomorphism_errors))
+
+    def matrix(self, layer: int, g: GroupElement) -> Tensor:
+        """k_layer(g) as a dense (d, d) tensor (layer in 1..L-1)."""
+        if not 1 <= layer <= len(self.actions):
+            raise ValueError(f"hidden layers are 1..{len(self.actions)}, got {layer}")
+        return self.actions[layer - 1].matrix(g)
+
+    def structured(self, layer: int, g: GroupElement) -> tuple[Tensor, Tensor]:
+        """(perm, scales) of k_layer(g): ``(k z)_j = scales_j z_{perm_j}``.
+
+        Raises:
+            ValueError: for a layer whose action is not monomial (lstsq, or a
+                reduction with merged clones).
+        """
+        a = self.actions[layer - 1]
+        if not isinstance(a, MonomialAction):
+            raise ValueError(f"layer {layer}'s action is a dense matrix (method {self.method!r}), not monomial")
+        return a.perm[g.index].clone(), a.scales[g.index].clone()
+
+    def summary(self) -> str:
+        lines = [f"Latent actions of {self.group.name} (method {self.method!r}, tol {self.tol:g})",
+                 f"  end-to-end equivariance error: {self.equivariance_error:.3g}"
+                 + ("" if self.equivariant else "  -> NOT equivariant: the actions below are not valid")]
+        L = self.layer_errors.shape[0]
+        for i in range(1, L + 1):
+            err = float(self.layer_errors[i - 1].max())
+            row = f"  layer {i}: equivariance error {err:.3g}, match residual {self.match_residuals[i - 1]:.3g}"
+            if i < L:
+                row += f", homomorphism error {self.homomorphism_errors[i - 1]:.3g}"
+                if self.in_group_distance[i - 1] > 0:
+                    row += f", distance to K_{i} {self.in_group_distance[i - 1]:.3g}"
+            if i in self.failed_layers:
+                row += "  FAILED"
+            lines.append(row)
+        verdict = {True: "yes", False: "no (recovery fails at layers " + str(self.failed_layers) + ")",
+                   None: "undecided (the network is not equivariant)"}[self.identifiable]
+        lines.append(f"  identifiable (layerwise equivariant by K-actions): {verdict}")
+        lines.append(f"  layerwise equivariant: {'yes' if self.ok else 'no'}")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+
+def dense_action(group: FiniteGroup, matrices: Tensor) -> Action:
+    """Wrap stacked (|G|, d, d) matrices as an action (no homomorphism check)."""
+    return _DenseAction(group, matrices)

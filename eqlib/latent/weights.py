@@ -1,0 +1,204 @@
+"""Latent actions from the weights: the proof of the main theorem run as an algorithm.
+
+For an MLP layer f_i(y) = σ(W_i y + b_i) and k in the intertwiner group K_i of σ
+(σ(k z) = k σ(z)):
+
+.. math:: f_i(k_{i-1} y) = k_i f_i(y)\\ \\forall y
+   \\iff [W_i k_{i-1} \\mid b_i] = k_i [W_i \\mid b_i]
+
+(⇐ is one line; ⇒ holds for identifiable parameters). So, for each group element g:
+transport g into the first layer (adjunction: W_1 ↦ W_1 ρ_in(g)), then for
+i = 1, …, L−1 find k_i(g) by matching the rows of [W_i k_{i-1}(g) | b_i] to those of
+[W_i | b_i] (an assignment problem), and last check
+[W_L k_{L-1}(g) | b_L] = ρ_out(g) [W_L | b_L].
+
+*Every element is recovered on its own* (not only the generators), so that the
+homomorphism property k_i(gh) = k_i(g) k_i(h) is a genuine check of the theorem's
+uniqueness argument, not something the construction imposes; it is verified for all g
+and all generators s (k(gs) = k(g)k(s) and k(e) = I imply it for all pairs).
+
+Weakly identifiable networks (dead or cloned units) are first reduced with
+:func:`eqlib.submodels.reduce`. With the embedding α_i: Ṽ_i → V_i and its left inverse
+α_i* (α_i* α_i = I), the action recovered on the reduced network is lifted to
+
+.. math:: k_i(g) = α_i \\tilde k_i(g) α_i^* + (I − α_i α_i^*).
+
+This is a homomorphism (α*(I − αα*) = 0 and (I − αα*)α = 0 kill the cross terms) and
+makes f_i equivariant on every latent the network reaches, f_{≤i}(x) = α_i f̃_{≤i}(x):
+k_{i-1} α_{i-1} ỹ = α_{i-1} k̃_{i-1} ỹ, so
+f_i(k_{i-1} α ỹ) = α_i f̃_i(k̃_{i-1} ỹ) = α_i k̃_i f̃_i(ỹ) = k_i α_i f̃_i(ỹ).
+When α_i only re-inserts removed units (a coordinate inclusion) the lift is again
+monomial: k̃_i on the kept units and the identity on the removed ones.
+
+Chapter: *The main theorem* (book/part2/05_main_theorem).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..actions import Action, PermutationAction
+from ..groups import GroupElement
+from ..models.mlp import Dense
+from .result import MonomialAction, dense_action
+from .units import match_units
+
+__all__ = ["mlp_layers", "layer_kind", "recover_by_weights", "right_multiply", "left_multiply", "monomial_of"]
+
+Tensor = torch.Tensor
+
+_MATCH_FLAGS = {  # kind → (signed, scaled)
+    "permutation": (False, False),
+    "signed_permutation": (True, False),
+    "scaled_permutation": (False, True),
+    "nonzero_scaled_permutation": (True, True),
+}
+
+
+def mlp_layers(model) -> list[Dense]:
+    """The Dense layers of an MLP-like model.
+
+    Raises:
+        TypeError: if some layer is not an :class:`~eqlib.models.mlp.Dense` layer.
+    """
+    layers = list(getattr(model, "layers", []))
+    if not layers or not all(isinstance(l, Dense) for l in layers):
+        raise TypeError(f"latent-action recovery from weights needs an MLP of Dense layers, got {type(model).__name__}")
+    return layers
+
+
+def layer_kind(activation: str) -> str:
+    """The kind of K_i for activation σ (see :func:`eqlib.symmetries.symmetry_group`).
+
+    Raises:
+        ValueError: for ``"identity"``: a linear hidden layer has K = GL(d), so rows
+            cannot be matched; use ``method="lstsq"``.
+    """
+    if activation == "identity":
+        raise ValueError("a hidden layer without nonlinearity has symmetry group GL(d): its latent action "
+                         "is not determined by matching units; use method='lstsq'")
+    from ..symmetries import symmetry_group
+
+    return symmetry_group(activation, 1).kind
+
+
+def monomial_of(action: Action, g: GroupElement) -> tuple[Tensor, Tensor] | None:
+    """(perm, scales) of ρ(g) when the action is monomial (permutation-like), else None."""
+    if isinstance(action, MonomialAction):
+        return action.perm[g.index], action.scales[g.index]
+    if isinstance(action, PermutationAction):
+        p = action.permutation(g)
+        s = action.signs[g.index] if action.signs is not None else torch.ones(action.dim)
+        return p, s
+    return None
+
+
+def right_multiply(W: Tensor, k: tuple[Tensor, Tensor] | Tensor) -> Tensor:
+    """W k for a monomial k = (perm, scales) (``(Wk)[:, perm_j] = W[:, j] scales_j``) or a dense k."""
+    if isinstance(k, Tensor):
+        return W @ k.to(W)
+    perm, scales = k
+    out = torch.empty_like(W)
+    out[:, perm.to(W.device)] = W * scales.to(W)[None, :]
+    return out
+
+
+def left_multiply(k: tuple[Tensor, Tensor] | Tensor, W: Tensor) -> Tensor:
+    """k W for a monomial k = (perm, scales) (``(kW)[j] = scales_j W[perm_j]``) or a dense k."""
+    if isinstance(k, Tensor):
+        return k.to(W) @ W
+    perm, scales = k
+    return W[perm.to(W.device)] * scales.to(W)[:, None]
+
+
+def _with_bias(layer: Dense, W: Tensor) -> Tensor:
+    b = layer.bias if layer.bias is not None else W.new_zeros(W.shape[0])
+    return torch.cat([W, b.detach()[:, None]], dim=1)
+
+
+def _clone_ambiguity(B: Tensor, signed: bool, tol: float) -> int:
+    """Number of units whose row [w | b] is parallel to another unit's row (non-unique match)."""
+    Bn = B / B.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    C = Bn @ Bn.T
+    C = C.abs() if signed else C
+    C.fill_diagonal_(-2.0)
+    zero = B.norm(dim=1) <= 1e-12
+    return int(((C >= 1 - tol).any(dim=1) | zero).sum())
+
+
+def _rel(a: Tensor, b: Tensor) -> float:
+    return float((a - b).norm() / a.norm().clamp_min(1e-12))
+
+
+def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4):
+    """Recover k_i(g) for every hidden layer and every g from the weights (no reduction).
+
+    Args:
+        model: MLP of depth L (Dense layers; hidden activations not ``"identity"``).
+        rho_in, rho_out: actions on V_0 and V_L.
+        tol: relative tolerance of the weight relations.
+
+    Returns:
+        (actions, residuals, ambiguous): one :class:`MonomialAction` per hidden layer;
+        (L,) max-over-g relative residuals of the relations of layers 1..L; per hidden
+        layer the number of units whose match is not unique (parallel rows).
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    """
+    layers = mlp_layers(model)
+    L, G = len(layers), rho_in.group
+    kinds = [layer_kind(l.activation) for l in layers[:-1]]
+    flags = [_MATCH_FLAGS[k] for k in kinds]
+    with torch.no_grad():
+        Bs = [_with_bias(l, l.weight.detach()) for l in layers]
+        ambiguous = [_clone_ambiguity(Bs[i], flags[i][0], tol) for i in range(L - 1)]
+        perms = [torch.empty(G.order, l.out_dim, dtype=torch.long, device=l.weight.device) for l in layers[:-1]]
+        scales = [torch.empty(G.order, l.out_dim, dtype=l.weight.dtype, device=l.weight.device) for l in layers[:-1]]
+        residuals = np.zeros(L)
+        for g in G:
+            k_prev = monomial_of(rho_in, g)
+            if k_prev is None:
+                k_prev = rho_in.matrix(g)
+            for i in range(L - 1):
+                W = layers[i].weight.detach()
+                A = _with_bias(layers[i], right_multiply(W, k_prev))
+                signed, scaled = flags[i]
+                p, s, _ = match_units(A, Bs[i], signed=signed, scaled=scaled)
+                residuals[i] = max(residuals[i], _rel(A, left_multiply((p, s), Bs[i])))
+                perms[i][g.index], scales[i][g.index] = p, s
+                k_prev = (p, s)
+            last = layers[-1]
+            A = _with_bias(last, right_multiply(last.weight.detach(), k_prev))
+            k_out = monomial_of(rho_out, g)
+            target = left_multiply(k_out if k_out is not None else rho_out.matrix(g), Bs[-1])
+            residuals[-1] = max(residuals[-1], _rel(A, target) if A.norm() > 0 else float(target.norm()))
+    actions = [MonomialAction(G, p, s) for p, s in zip(perms, scales)]
+    return actions, residuals, ambiguous
+
+
+def lift_action(action: Action, alpha: Tensor, alpha_star: Tensor) -> Action:
+    """Lift an action on Ṽ to V: ``k(g) = α k̃(g) α* + (I − α α*)`` (see the module docstring).
+
+    Args:
+        action: the action k̃ on Ṽ (dim d̃).
+        alpha: (d, d̃) embedding; alpha_star: (d̃, d) with ``alpha_star @ alpha = I``.
+
+    Returns:
+        A :class:`MonomialAction` when α is a coordinate inclusion and α* = αᵀ, else a
+        dense action.
+    """
+    d, dt = alpha.shape
+    alpha, alpha_star = alpha.float(), alpha_star.float()
+    G = action.group
+    is_inclusion = (bool(((alpha == 0) | (alpha == 1)).all()) and bool((alpha.sum(0) == 1).all())
+                    and bool((alpha.sum(1) <= 1).all()) and torch.equal(alpha_star, alpha.T))
+    if is_inclusion and isinstance(action, MonomialAction):
+        kept = alpha.argmax(0)  # kept[c] = full index of reduced coordinate c
+        perm = torch.arange(d).repeat(G.order, 1)
+        scales = torch.ones(G.order, d, dtype=action.scales.dtype)
+        perm[:, kept] = kept[action.perm.cpu()]
+        scales[:, kept] = action.scales.cpu()
+        return MonomialAction(G, perm, scales)
+    P = alpha @ alpha_star
+    mats = torch.stack([alpha @ action.matrix(g).float() @ alpha_star + torch.eye(d) - P for g in G])
+    return dense_action(G, mats)
