@@ -1,0 +1,221 @@
+"""eqlib.actions: every factory is a homomorphism; image and token actions do what they say."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch.testing import assert_close
+
+from eqlib import actions, groups
+
+
+def rotation_c4():
+    G = groups.cyclic(4)
+    return actions.from_matrices(G, {G["r"]: [[0.0, -1.0], [1.0, 0.0]]})
+
+
+def rotation_c6_all_elements():
+    G = groups.cyclic(6)
+    mats = {g: [[math.cos(2 * math.pi * k / 6), -math.sin(2 * math.pi * k / 6)],
+                [math.sin(2 * math.pi * k / 6), math.cos(2 * math.pi * k / 6)]] for k, g in enumerate(G)}
+    return actions.from_matrices(G, mats)
+
+
+def signed_swap():
+    G = groups.flip()
+    return actions.signed_permutation(G, {G["e"]: [0, 1], G["m"]: [1, 0]},
+                                      {G["e"]: [1, 1], G["m"]: [-1, -1]})
+
+
+ACTIONS = {
+    "trivial-D3": lambda: actions.trivial(groups.dihedral(3), 2),
+    "permutation-S3": lambda: actions.permutation(groups.symmetric(3), groups.symmetric(3).permutations),
+    "signed-swap-Z2": signed_swap,
+    "regular-D3": lambda: actions.regular(groups.dihedral(3)),
+    "regular-C4": lambda: actions.regular(groups.cyclic(4)),
+    "mirror-horizontal": lambda: actions.mirror((2, 4, 5), "horizontal"),
+    "mirror-vertical": lambda: actions.mirror((2, 4, 5), "vertical"),
+    "image-dihedral": lambda: actions.image_dihedral((2, 4, 4)),
+    "image-rotations": lambda: actions.image_rotations((1, 5, 5)),
+    "tokens-S3": lambda: actions.token_permutation(groups.symmetric(3), 3, 2),
+    "matrices-C4-generator": rotation_c4,
+    "matrices-C6-all": rotation_c6_all_elements,
+    "direct-sum": lambda: rotation_c4() + actions.regular(groups.cyclic(4)),
+}
+
+
+@pytest.fixture(params=list(ACTIONS), ids=list(ACTIONS))
+def rho(request):
+    return ACTIONS[request.param]()
+
+
+def test_check_homomorphism_small(rho):
+    assert actions.check_homomorphism(rho) < 1e-6
+
+
+def test_matrices_multiply_like_the_group(rho):
+    G = rho.group
+    mats = rho.matrices()
+    assert mats.shape == (G.order, rho.dim, rho.dim)
+    assert_close(rho(G.identity), torch.eye(rho.dim))
+    for g, h in itertools.product(G, repeat=2):
+        assert_close(mats[g.index] @ mats[h.index], mats[(g @ h).index], msg=f"ρ({g})ρ({h}) ≠ ρ({g @ h})")
+
+
+def test_act_agrees_with_matrix(rho):
+    x = torch.randn(3, rho.dim, generator=torch.Generator().manual_seed(0))
+    for g in rho.group:
+        assert_close(rho.act(g, x), x @ rho(g).T)
+
+
+def test_act_keeps_the_shape(rho):
+    x = torch.randn(2, *rho.shape)
+    for g in rho.group:
+        assert rho.act(g, x).shape == x.shape
+
+
+def test_from_matrices_rejects_a_non_homomorphism():
+    G = groups.flip()
+    with pytest.raises(ValueError, match="do not define an action of Z2"):
+        actions.from_matrices(G, {G["m"]: 2 * np.eye(2)})
+    with pytest.raises(ValueError, match="do not define an action"):
+        actions.from_matrices(G, {G["e"]: np.eye(2), G["m"]: [[0.0, 1.0], [0.0, 1.0]]})
+
+
+def test_from_matrices_needs_every_generator():
+    G = groups.dihedral(3)
+    with pytest.raises(ValueError, match="every generator"):
+        actions.from_matrices(G, {G["r"]: np.eye(2)})
+
+
+def test_signed_permutation_rejects_a_non_homomorphism():
+    G = groups.cyclic(3)
+    bad = {G["e"]: [0, 1, 2], G["r"]: [1, 0, 2], G["r2"]: [1, 0, 2]}  # r∘r should be r2
+    with pytest.raises(ValueError, match="do not define an action"):
+        actions.permutation(G, bad)
+
+
+def test_permutation_action_rejects_non_permutations():
+    with pytest.raises(ValueError, match="permutation of 0..dim-1"):
+        actions.PermutationAction(groups.flip(), [[0, 1], [0, 0]])
+
+
+@pytest.mark.parametrize("axis,dim", [("horizontal", -1), ("vertical", -2)], ids=["horizontal", "vertical"])
+def test_mirror_is_torch_flip(axis, dim):
+    rho = actions.mirror((3, 6, 7), axis)
+    x = torch.randn(4, 3, 6, 7)
+    assert_close(rho.act(rho.group["m"], x), torch.flip(x, dims=(dim,)))
+    assert_close(rho.act(rho.group["e"], x), x)
+
+
+def test_mirror_rejects_unknown_axis():
+    with pytest.raises(ValueError, match="axis must be"):
+        actions.mirror((3, 4, 4), "diagonal")
+
+
+def test_image_dihedral_is_rot90_and_flip():
+    rho = actions.image_dihedral((3, 6, 6))
+    G = rho.group
+    x = torch.randn(2, 3, 6, 6)
+    for k in range(4):
+        assert_close(rho.act(G["r"] ** k, x), torch.rot90(x, k, dims=(-2, -1)))
+        # r^k s: mirror first, then rotate
+        assert_close(rho.act(G["r"] ** k @ G["s"], x), torch.rot90(torch.flip(x, dims=(-1,)), k, dims=(-2, -1)))
+
+
+def test_image_rotations_is_rot90():
+    rho = actions.image_rotations((1, 5, 5))
+    x = torch.randn(3, 1, 5, 5)
+    for k, g in enumerate(rho.group):
+        assert_close(rho.act(g, x), torch.rot90(x, k, dims=(-2, -1)))
+
+
+@pytest.mark.parametrize("factory", [actions.image_dihedral, actions.image_rotations], ids=["D4", "C4"])
+def test_rotations_need_square_images(factory):
+    with pytest.raises(ValueError, match="square images"):
+        factory((3, 4, 5))
+
+
+def test_token_permutation_moves_token_i_to_g_of_i():
+    G = groups.symmetric(4)
+    rho = actions.token_permutation(G, 4, 3)
+    x = torch.randn(2, 4, 3)
+    for g in G:
+        p = G.permutations[g.index]
+        y = rho.act(g, x)
+        for i in range(4):
+            assert_close(y[:, p[i]], x[:, i])
+
+
+def test_token_permutation_needs_a_permutation_group():
+    with pytest.raises(ValueError, match="permutations of 5 tokens"):
+        actions.token_permutation(groups.symmetric(3), 5, 2)
+    with pytest.raises(ValueError, match="permutations of"):
+        actions.token_permutation(groups.cyclic(3), 3, 2)
+
+
+def test_regular_representation_permutes_basis_vectors():
+    G = groups.dihedral(3)
+    rho = actions.regular(G)
+    eye = torch.eye(G.order)
+    for g, h in itertools.product(G, repeat=2):
+        assert_close(rho(g) @ eye[h.index], eye[(g @ h).index])
+
+
+def test_direct_sum_is_block_diagonal():
+    a, b = rotation_c4(), actions.regular(groups.cyclic(4))
+    s = a + b
+    assert s.dim == a.dim + b.dim
+    x = torch.randn(5, s.dim)
+    for g in s.group:
+        assert_close(s(g), torch.block_diag(a(g), b(g)))
+        assert_close(s.act(g, x), torch.cat([a.act(g, x[:, :2]), b.act(g, x[:, 2:])], dim=1))
+    assert len((s + a).parts) == 3  # nested sums flatten
+
+
+def test_direct_sum_needs_one_group():
+    with pytest.raises(ValueError, match="one and the same group"):
+        actions.regular(groups.cyclic(4)) + actions.regular(groups.cyclic(3))
+
+
+def test_act_rejects_foreign_elements_and_shapes():
+    rho = actions.regular(groups.cyclic(4))
+    with pytest.raises(ValueError, match="not an element of C4"):
+        rho.act(groups.cyclic(3)["r"], torch.zeros(4))
+    with pytest.raises(ValueError, match="acts on vectors of shape"):
+        rho.act(rho.group["r"], torch.zeros(5))
+
+
+# -- equivariance checks ------------------------------------------------------------------
+def test_check_equivariance_on_an_equivariant_map():
+    rho = actions.image_dihedral((1, 4, 4))
+    x = torch.randn(6, 1, 4, 4, generator=torch.Generator().manual_seed(1))
+    errors = actions.check_equivariance(torch.tanh, rho, rho, x)
+    assert set(errors) == set(rho.group.elements)
+    assert max(errors.values()) < 1e-6
+    # an invariant map: the sum over the orbit, with the trivial action on the output
+    orbit_sum = lambda z: sum(rho.act(g, z) for g in rho.group).flatten(1).sum(1, keepdim=True)  # noqa: E731
+    errors = actions.check_equivariance(orbit_sum, rho, actions.trivial(rho.group, 1), x)
+    assert max(errors.values()) < 1e-5
+
+
+def test_check_equivariance_on_a_non_equivariant_map():
+    rho = actions.mirror((1, 4, 4))
+    A = torch.randn(16, 16, generator=torch.Generator().manual_seed(0))
+    f = lambda z: (z.flatten(1) @ A.T).reshape(z.shape)  # noqa: E731
+    x = torch.randn(6, 1, 4, 4, generator=torch.Generator().manual_seed(1))
+    errors = actions.check_equivariance(f, rho, rho, x)
+    assert errors[rho.group.identity] < 1e-6
+    assert errors[rho.group["m"]] > 0.3
+
+
+def test_check_equivariance_on_given_elements_and_group_mismatch():
+    rho = actions.image_dihedral((1, 4, 4))
+    x = torch.randn(2, 1, 4, 4)
+    errors = actions.check_equivariance(torch.tanh, rho, rho, x, elements=[rho.group["r"]])
+    assert list(errors) == [rho.group["r"]]
+    with pytest.raises(ValueError, match="same group"):
+        actions.check_equivariance(torch.tanh, rho, actions.mirror((1, 4, 4)), x)

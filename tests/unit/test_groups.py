@@ -1,0 +1,179 @@
+"""eqlib.groups: every factory satisfies the group axioms; non-groups are rejected."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from eqlib import groups
+from eqlib.groups import FiniteGroup
+
+FACTORIES = {
+    "C1": (lambda: groups.cyclic(1), 1),
+    "C5": (lambda: groups.cyclic(5), 5),
+    "D1": (lambda: groups.dihedral(1), 2),
+    "D3": (lambda: groups.dihedral(3), 6),
+    "D4": (lambda: groups.dihedral(4), 8),
+    "Z2": (lambda: groups.flip(), 2),
+    "S1": (lambda: groups.symmetric(1), 1),
+    "S3": (lambda: groups.symmetric(3), 6),
+    "S4": (lambda: groups.symmetric(4), 24),
+    "perm-C2xC2": (lambda: groups.from_permutations([[1, 0, 2, 3], [0, 1, 3, 2]], name="V4"), 4),
+    "perm-C4": (lambda: groups.from_permutations([[1, 2, 3, 0]], name="C4p"), 4),
+}
+
+
+@pytest.fixture(params=list(FACTORIES), ids=list(FACTORIES))
+def group_and_order(request):
+    make, order = FACTORIES[request.param]
+    return make(), order
+
+
+def test_order(group_and_order):
+    G, order = group_and_order
+    assert G.order == len(G) == len(G.elements) == order
+
+
+def test_table_is_closed(group_and_order):
+    G, _ = group_and_order
+    n = G.order
+    assert G.table.shape == (n, n) and G.table.min() >= 0 and G.table.max() < n
+    # every row and column of a group table is a permutation (Latin square)
+    assert all(sorted(row) == list(range(n)) for row in G.table.tolist())
+    assert all(sorted(col) == list(range(n)) for col in G.table.T.tolist())
+
+
+def test_identity(group_and_order):
+    G, _ = group_and_order
+    e = G.identity
+    for a in G:
+        assert e @ a == a and a @ e == a
+    assert e.order == 1
+
+
+def test_inverses(group_and_order):
+    G, _ = group_and_order
+    for a in G:
+        assert a @ ~a == G.identity and ~a @ a == G.identity
+        assert ~~a == a
+
+
+def test_associativity(group_and_order):
+    G, _ = group_and_order
+    for a, b, c in itertools.product(G, repeat=3):
+        assert (a @ b) @ c == a @ (b @ c), f"({a} @ {b}) @ {c} != {a} @ ({b} @ {c})"
+
+
+def test_generators_generate_and_words_evaluate(group_and_order):
+    G, _ = group_and_order
+    for g, word in zip(G, G.words):
+        value = G.identity
+        for k in word:
+            value = value @ G.generators[k]
+        assert value == g, f"word {word} of {g} evaluates to {value}"
+
+
+def test_element_order_divides_group_order(group_and_order):
+    G, _ = group_and_order
+    for a in G:
+        assert G.order % a.order == 0
+        assert a ** a.order == G.identity
+        assert a ** -1 == ~a
+
+
+def test_names_index_and_lookup(group_and_order):
+    G, _ = group_and_order
+    for a in G:
+        assert G[a.name] == a and G[int(a)] == a
+    with pytest.raises(KeyError, match="no element named"):
+        G["not-a-name"]
+
+
+def test_testing_elements_and_sample(group_and_order):
+    G, _ = group_and_order
+    assert G.identity in G.testing_elements()
+    assert G.sample(5, seed=1) == G.sample(5, seed=1)
+    assert all(g in G.elements for g in G.sample(5, seed=2))
+
+
+@pytest.mark.parametrize("G,abelian", [(groups.cyclic(6), True), (groups.flip(), True),
+                                       (groups.dihedral(3), False), (groups.symmetric(3), False)],
+                         ids=["C6", "Z2", "D3", "S3"])
+def test_abelian(G, abelian):
+    assert G.is_abelian() is abelian
+
+
+def test_dihedral_relations():
+    G = groups.dihedral(4)
+    r, s = G["r"], G["s"]
+    assert r.order == 4 and s.order == 2
+    assert s @ r @ s == ~r
+    assert G["r3s"] == r ** 3 @ s
+
+
+def test_from_permutations_composes_like_functions():
+    G = groups.from_permutations([[1, 2, 0], [1, 0, 2]], name="S3p")
+    P = G.permutations
+    for a, b in itertools.product(G, repeat=2):
+        assert P[(a @ b).index].tolist() == P[a.index][P[b.index]].tolist()
+
+
+# -- non-groups -------------------------------------------------------------------------
+# A loop of order 5 (identity, every element its own inverse, Latin square) that is not associative.
+LOOP5 = [[0, 1, 2, 3, 4],
+         [1, 0, 3, 4, 2],
+         [2, 4, 0, 1, 3],
+         [3, 2, 4, 0, 1],
+         [4, 3, 1, 2, 0]]
+
+NON_GROUPS = {
+    "not-closed": ([[0, 1], [1, 2]], "not closed"),
+    "no-identity": ([[0, 0], [1, 1]], "no identity"),  # a@b = a: associative, closed
+    "no-inverse": ([[0, 1], [1, 1]], "no inverse"),
+    "not-associative": (LOOP5, "not associative"),
+    "not-square": ([[0, 1]], "square"),
+    "empty": (np.zeros((0, 0), dtype=int), "square and non-empty"),
+    "not-integer": ([[0.0, 1.0], [1.0, 0.0]], "integer"),
+}
+
+
+@pytest.mark.parametrize("table,message", list(NON_GROUPS.values()), ids=list(NON_GROUPS))
+def test_non_groups_rejected(table, message):
+    with pytest.raises(ValueError, match=message):
+        FiniteGroup(table)
+
+
+def test_generators_that_do_not_generate():
+    table = groups.cyclic(4).table
+    with pytest.raises(ValueError, match="do not reach"):
+        FiniteGroup(table, generators=[2])
+
+
+def test_bad_names():
+    with pytest.raises(ValueError, match="distinct element names"):
+        FiniteGroup([[0, 1], [1, 0]], names=["e", "e"])
+
+
+@pytest.mark.parametrize("gens,message", [([[0, 0, 1]], "not a permutation"), ([], "at least one")],
+                         ids=["repeated-point", "no-generators"])
+def test_from_permutations_rejects(gens, message):
+    with pytest.raises(ValueError, match=message):
+        groups.from_permutations(gens)
+
+
+def test_from_permutations_too_big():
+    with pytest.raises(ValueError, match="more than 10 elements"):
+        groups.from_permutations([[1, 0, 2, 3], [1, 2, 3, 0]], max_order=10)
+
+
+@pytest.mark.parametrize("factory", [groups.cyclic, groups.dihedral, groups.symmetric],
+                         ids=["cyclic", "dihedral", "symmetric"])
+def test_factories_reject_n_below_one(factory):
+    with pytest.raises(ValueError, match="n >= 1"):
+        factory(0)
+
+
+def test_elements_of_another_group_are_rejected():
+    with pytest.raises(ValueError, match="not an element of"):
+        groups.cyclic(3).compose(groups.cyclic(4)["r"], groups.cyclic(3)["r"])
