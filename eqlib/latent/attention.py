@@ -266,6 +266,7 @@ def recover_token_permutation(maps_x: Tensor, maps_gx: Tensor) -> tuple[np.ndarr
     if maps_x.shape != maps_gx.shape or maps_x.dim() != 4 or maps_x.shape[-1] != maps_x.shape[-2]:
         raise ValueError(f"need two attention-map tensors of equal shape (N, H, n, n), got "
                          f"{tuple(maps_x.shape)} and {tuple(maps_gx.shape)}")
+    maps_x, maps_gx = maps_x.detach(), maps_gx.detach()
     n = maps_x.shape[-1]
     fx = maps_x.sort(dim=-1).values.permute(2, 0, 1, 3).reshape(n, -1)
     fg = maps_gx.sort(dim=-1).values.permute(2, 0, 1, 3).reshape(n, -1)

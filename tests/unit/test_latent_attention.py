@@ -1,0 +1,128 @@
+"""Latent actions of attention: planted head permutations, token permutations, head products."""
+import numpy as np
+import pytest
+import torch
+
+from eqlib.actions import PermutationAction, token_permutation
+from eqlib.actions import check_equivariance
+from eqlib.groups import cyclic, from_permutations, symmetric
+from eqlib.latent.attention import (TokenAction, head_products, patch_mirror_action, patchify,
+                                    plant_attention_equivariant, recover_attention_action,
+                                    recover_token_permutation, unpatchify)
+from eqlib.models import AttentionNetwork, MultiHeadAttention
+from eqlib.symmetries import apply_attention_symmetry, sample_attention_symmetry
+
+SHAPE, PATCH = (1, 4, 6), 2  # a 2×3 grid of 2×2 patches
+
+
+def c3_action():
+    G = from_permutations([[1, 2, 0]], name="C3")
+    feat = PermutationAction.from_generators(G, {G.generators[0]: [1, 2, 0, 4, 5, 3]})
+    return TokenAction(G, feat)
+
+
+def test_patch_mirror_matches_image_mirror():
+    act = patch_mirror_action(SHAPE, PATCH)
+    x = torch.randn(3, *SHAPE)
+    m = act.group["m"]
+    torch.testing.assert_close(patchify(torch.flip(x, dims=(-1,)), PATCH), act.act(m, patchify(x, PATCH)))
+    torch.testing.assert_close(unpatchify(patchify(x, PATCH), SHAPE, PATCH), x)
+    assert act.token_permutation(m).tolist() == [2, 1, 0, 5, 4, 3]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_planted_mirror_swap_recovered_exactly(seed):
+    act = patch_mirror_action(SHAPE, PATCH)
+    tau = np.array([[0, 1, 2, 3], [1, 0, 2, 3]])  # heads 0 and 1 swap under the mirror
+    planted = plant_attention_equivariant(act, tau, d_k=4, d_v=4, seed=seed)
+    x = patchify(torch.randn(8, *SHAPE, generator=torch.Generator().manual_seed(seed)), PATCH)
+    res = recover_attention_action(planted.layer, act, x)
+    assert res.equivariant, res.summary()
+    assert res.head_perm["m"].tolist() == planted.head_perm["m"].tolist()
+    assert res.head_perm_maps["m"].tolist() == planted.head_perm["m"].tolist()
+    assert sorted(np.flatnonzero(res.head_perm["m"] != np.arange(4)).tolist()) != []  # a genuine swap
+    assert res.token_perm["m"].tolist() == [2, 1, 0, 5, 4, 3]
+    assert res.worst_residual() < 1e-4
+
+
+def test_planted_three_cycle_and_homomorphism():
+    act = c3_action()
+    tau = np.stack([np.concatenate([p, [3]]) for p in act.group.permutations])
+    planted = plant_attention_equivariant(act, tau, d_k=3, d_v=3, seed=4)
+    res = recover_attention_action(planted.layer, act, torch.randn(6, 3, 6))
+    assert res.equivariant, res.summary()
+    for name, t in planted.head_perm.items():
+        assert res.head_perm[name].tolist() == t.tolist()
+    assert res.is_homomorphism()
+
+
+def test_recovered_changes_of_basis_undo_the_hiding_symmetry():
+    act = c3_action()
+    tau = np.tile(np.arange(3), (3, 1))  # every head fixed
+    planted = plant_attention_equivariant(act, tau, d_k=3, d_v=3, hide=False, seed=2)
+    res = recover_attention_action(planted.layer, act, torch.randn(4, 3, 6))
+    assert res.basis_residual["(1 2 0)"] < 1e-4
+
+
+def test_token_permutation_recovered_from_maps():
+    layer = MultiHeadAttention(5, 3, 3, heads=2, seed=3)
+    G = symmetric(5)
+    act = token_permutation(G, 5, 3)
+    x = torch.randn(4, 5, 3)
+    for g in G.sample(5, seed=1):
+        pi, resid = recover_token_permutation(layer.attention_maps(x), layer.attention_maps(act.act(g, x)))
+        assert pi.tolist() == G.permutations[g.index].tolist()
+        assert resid < 1e-5
+
+
+def test_head_products_invariant_under_attention_symmetries():
+    layer = MultiHeadAttention(4, 6, 5, heads=3, d_k=2, d_v=2, seed=0)
+    sym = sample_attention_symmetry(layer, seed=7)
+    moved = apply_attention_symmetry(layer, sym)
+    Q, O = head_products(layer)
+    Q2, O2 = head_products(moved)
+    torch.testing.assert_close(Q2, Q[sym.perm], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(O2, O[sym.perm], atol=1e-5, rtol=1e-4)
+    assert (moved.W_Q - layer.W_Q[sym.perm]).abs().max() > 1e-2  # the factors did change
+
+
+def test_random_layer_reported_not_equivariant():
+    act = patch_mirror_action(SHAPE, PATCH)
+    layer = MultiHeadAttention(6, 4, 4, heads=4, positional=True, seed=1)
+    res = recover_attention_action(layer, act, patchify(torch.randn(4, *SHAPE), PATCH))
+    assert not res.equivariant
+    assert "NOT equivariant" in res.summary()
+    assert res.output_residual["m"] > 0.1
+
+
+def test_without_positional_encodings_equivariant_to_all_token_permutations():
+    net = AttentionNetwork(4, [3, 5, 2], heads=2, positional=False, seed=0)
+    G = symmetric(4)
+    errs = check_equivariance(net, token_permutation(G, 4, 3), token_permutation(G, 4, 2), torch.randn(6, 4, 3))
+    assert max(errs.values()) < 1e-5
+    with_p = AttentionNetwork(4, [3, 5, 2], heads=2, positional=True, seed=0)
+    errs = check_equivariance(with_p, token_permutation(G, 4, 3), token_permutation(G, 4, 2), torch.randn(6, 4, 3))
+    assert max(errs.values()) > 1e-2
+
+
+def test_pure_token_permutation_forces_invariant_positions():
+    """With no action on features, an equivariant planted layer has P constant on orbits."""
+    G = cyclic(4)
+    G4 = from_permutations([[1, 2, 3, 0]], name="C4")
+    act = TokenAction(G4, None, token_dim=3)
+    planted = plant_attention_equivariant(act, np.tile(np.arange(2), (4, 1)), d_out=3, d_k=2, d_v=2, hide=True, seed=0)
+    P = planted.layer.P
+    torch.testing.assert_close(P, P[:1].expand_as(P))
+    res = recover_attention_action(planted.layer, act, torch.randn(3, 4, 3))
+    assert res.equivariant, res.summary()
+    assert G.order == 4
+
+
+def test_bad_inputs():
+    act = patch_mirror_action(SHAPE, PATCH)
+    with pytest.raises(ValueError, match="homomorphism"):
+        plant_attention_equivariant(act, np.array([[1, 0], [0, 1]]))
+    with pytest.raises(ValueError, match="shape"):
+        recover_attention_action(MultiHeadAttention(6, 4, 4, 2), act, torch.randn(2, 5, 4))
+    with pytest.raises(ValueError, match="multiple"):
+        patch_mirror_action((1, 5, 6), 2)
