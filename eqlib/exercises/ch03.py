@@ -1,0 +1,79 @@
+"""Checkers for the exercises of *Models, latent spaces and submodels*
+(book/part1/03_models_and_submodels).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from ..models.mlp import ACTIVATIONS
+from . import ExerciseError, require
+
+__all__ = ["check_merge_clone", "check_fold_constant"]
+
+
+def _two_layer(act: str, W1, b1, W2, b2, x):
+    return ACTIVATIONS[act](x @ W1.T + b1) @ W2.T + b2
+
+
+def _cases(seed: int, n: int = 4):
+    gen = torch.Generator().manual_seed(seed)
+    for case in range(n):
+        d_in, d, d_out = 3 + case, 5 + case, 2 + case % 2
+        W1, b1 = torch.randn(d, d_in, generator=gen), torch.randn(d, generator=gen)
+        W2, b2 = torch.randn(d_out, d, generator=gen), torch.randn(d_out, generator=gen)
+        x = torch.randn(64, d_in, generator=gen)
+        yield case, W1, b1, W2, b2, x
+
+
+def check_merge_clone(merge_clone: Callable) -> str:
+    """Exercise ch03-ex1: ``merge_clone(W1, b1, W2, a, j, c)`` removes neuron j, a clone of
+    neuron a with (W1[j], b1[j]) = c (W1[a], b1[a]) (c = ±1 for tanh), and returns
+    (W1', b1', W2') of the smaller network computing the same function.
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+    for case, W1, b1, W2, b2, x in _cases(0):
+        a, j, c = case % 3, 3 + case, -1.0 if case % 2 else 1.0
+        W1[j], b1[j] = c * W1[a], c * b1[a]
+        y = _two_layer("tanh", W1, b1, W2, b2, x)
+        try:
+            out = merge_clone(W1.clone(), b1.clone(), W2.clone(), a, j, c)
+        except NotImplementedError:
+            raise ExerciseError("merge_clone is not implemented yet") from None
+        require(isinstance(out, tuple) and len(out) == 3, "merge_clone must return a tuple (W1, b1, W2)")
+        W1n, b1n, W2n = (torch.as_tensor(t, dtype=torch.float32) for t in out)
+        d = W1.shape[0]
+        require(W1n.shape == (d - 1, W1.shape[1]) and b1n.shape == (d - 1,) and W2n.shape == (W2.shape[0], d - 1),
+                f"case {case}: expected shapes {(d - 1, W1.shape[1])}, {(d - 1,)}, {(W2.shape[0], d - 1)}; got "
+                f"{tuple(W1n.shape)}, {tuple(b1n.shape)}, {tuple(W2n.shape)}")
+        err = float((_two_layer("tanh", W1n, b1n, W2n, b2, x) - y).abs().max())
+        require(err < 1e-4, f"case {case} (a={a}, j={j}, c={c:+.0f}): the function changed by {err:.3g}; "
+                "neuron a's outgoing column must absorb c times neuron j's")
+    return "Correct: merging a clone sums its outgoing column, times c, into its twin's."
+
+
+def check_fold_constant(fold_constant: Callable) -> str:
+    """Exercise ch03-ex2: ``fold_constant(W1, b1, W2, b2, j, activation)`` removes neuron j,
+    whose incoming row W1[j] is zero, and returns (W1', b1', W2', b2').
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+    for act in ("sigmoid", "tanh", "gelu"):
+        for case, W1, b1, W2, b2, x in _cases(1, 3):
+            j = case + 1
+            W1[j] = 0.0
+            y = _two_layer(act, W1, b1, W2, b2, x)
+            try:
+                out = fold_constant(W1.clone(), b1.clone(), W2.clone(), b2.clone(), j, act)
+            except NotImplementedError:
+                raise ExerciseError("fold_constant is not implemented yet") from None
+            require(isinstance(out, tuple) and len(out) == 4, "fold_constant must return (W1, b1, W2, b2)")
+            W1n, b1n, W2n, b2n = (torch.as_tensor(t, dtype=torch.float32) for t in out)
+            require(W1n.shape[0] == W1.shape[0] - 1 and W2n.shape[1] == W2.shape[1] - 1,
+                    f"{act}, case {case}: neuron {j} must be removed (one row of W1 and one column of W2 fewer)")
+            err = float((_two_layer(act, W1n, b1n, W2n, b2n, x) - y).abs().max())
+            require(err < 1e-4, f"{act}, case {case}: the function changed by {err:.3g}; the neuron outputs the "
+                    "constant σ(b1[j]), which b2 must absorb through W2[:, j]")
+    return "Correct: a constant neuron folds into the next layer's bias."

@@ -1,0 +1,87 @@
+"""Checkers for the exercises of *Parameter symmetries* (book/part1/04_parameter_symmetries)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from ..models.mlp import MLP
+from ..symmetries import SymmetryGroup
+from . import ExerciseError, require
+
+__all__ = ["check_transform", "check_relu_intertwiner_test", "check_linear_gelu_pair"]
+
+
+def check_transform(transform: Callable) -> str:
+    """Exercise ch04-ex1: ``transform(W1, b1, W2, k)`` with k a (d, d) signed permutation
+    matrix returns (k W1, k b1, W2 k^{-1}).
+
+    Chapter: *Parameter symmetries*.
+    """
+    for seed in range(3):
+        net = MLP([4, 6 + seed, 3], "tanh", seed=seed)
+        W1, b1, W2 = (t.detach().clone() for t in (net.layers[0].weight, net.layers[0].bias, net.layers[1].weight))
+        k = SymmetryGroup("signed_permutation", W1.shape[0]).sample(seed).matrix()
+        try:
+            out = transform(W1.clone(), b1.clone(), W2.clone(), k.clone())
+        except NotImplementedError:
+            raise ExerciseError("transform is not implemented yet") from None
+        require(isinstance(out, tuple) and len(out) == 3, "transform must return a tuple (W1, b1, W2)")
+        W1n, b1n, W2n = (torch.as_tensor(t, dtype=torch.float32) for t in out)
+        for name, got, want in (("W1", W1n, k @ W1), ("b1", b1n, k @ b1), ("W2", W2n, W2 @ k.T)):
+            require(got.shape == want.shape, f"{name} has shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+            require(torch.allclose(got, want, atol=1e-5),
+                    f"seed {seed}: {name} is not right (max error {float((got - want).abs().max()):.3g}); "
+                    "remember k^{-1} = kᵀ for a signed permutation")
+    return "Correct: (k W1, k b1, W2 kᵀ) computes the same function for tanh."
+
+
+def check_relu_intertwiner_test(is_relu_intertwiner: Callable) -> str:
+    """Exercise ch04-ex2: ``is_relu_intertwiner(A)`` says whether relu(A z) = A relu(z) for
+    all z, i.e. whether A is a permutation times a positive diagonal.
+
+    Chapter: *Parameter symmetries*.
+    """
+    gen = torch.Generator().manual_seed(0)
+    scaled = SymmetryGroup("scaled_permutation", 5).sample(1).matrix()
+    signed = SymmetryGroup("signed_permutation", 5).sample(2).matrix()
+    signed[0] = signed[0].abs()
+    signed[1] = -signed[1].abs()  # certainly one negative entry
+    cases = [
+        (torch.eye(4), True, "the identity"),
+        (scaled, True, "a positively scaled permutation"),
+        (SymmetryGroup("permutation", 6).sample(3).matrix(), True, "a permutation"),
+        (signed, False, "a signed permutation with a −1"),
+        (torch.randn(4, 4, generator=gen), False, "a random dense matrix"),
+        (torch.diag(torch.tensor([1.0, 2.0, 0.0])), False, "a singular diagonal matrix"),
+        (torch.tensor([[1.0, 1.0], [0.0, 1.0]]), False, "a shear (positive but not monomial)"),
+    ]
+    for A, want, what in cases:
+        try:
+            got = is_relu_intertwiner(A.clone())
+        except NotImplementedError:
+            raise ExerciseError("is_relu_intertwiner is not implemented yet") from None
+        require(isinstance(got, (bool,)) or (torch.is_tensor(got) and got.numel() == 1),
+                "is_relu_intertwiner must return a bool")
+        require(bool(got) == want, f"wrong answer for {what}: expected {want}, got {bool(got)}")
+    return "Correct: ReLU's intertwiners are exactly the positively scaled permutations."
+
+
+def check_linear_gelu_pair(W1, W2) -> str:
+    """Exercise ch04-ex3: weights W1 (2, 1) and W2 (1, 2) of a bias-free GELU network
+    x ↦ W2 gelu(W1 x) that computes f(x) = 3x exactly.
+
+    Chapter: *Parameter symmetries*.
+    """
+    W1, W2 = torch.as_tensor(W1, dtype=torch.float32), torch.as_tensor(W2, dtype=torch.float32)
+    require(W1.shape == (2, 1), f"W1 must have shape (2, 1), got {tuple(W1.shape)}")
+    require(W2.shape == (1, 2), f"W2 must have shape (1, 2), got {tuple(W2.shape)}")
+    net = MLP([1, 2, 1], "gelu", bias=False)
+    with torch.no_grad():
+        net.layers[0].weight.copy_(W1)
+        net.layers[1].weight.copy_(W2)
+        x = torch.linspace(-5, 5, 201)[:, None]
+        err = float((net(x) - 3 * x).abs().max())
+    require(err < 1e-4, f"x ↦ W2 gelu(W1 x) differs from 3x by up to {err:.3g} on [−5, 5]; "
+            "use gelu(t) − gelu(−t) = t")
+    return "Correct: two GELU neurons pass a linear signal, so the latent map need not be a permutation."

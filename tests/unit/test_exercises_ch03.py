@@ -1,0 +1,56 @@
+"""The checkers of chapter 3's exercises accept right answers and reject wrong ones."""
+import pytest
+import torch
+
+from eqlib.exercises import ExerciseError
+from eqlib.exercises.ch03 import check_fold_constant, check_merge_clone
+from eqlib.models import ACTIVATIONS
+
+
+def merge_clone(W1, b1, W2, a, j, c):
+    W2 = W2.clone()
+    W2[:, a] += c * W2[:, j]
+    keep = [i for i in range(W1.shape[0]) if i != j]
+    return W1[keep], b1[keep], W2[:, keep]
+
+
+def fold_constant(W1, b1, W2, b2, j, activation):
+    b2 = b2 + W2[:, j] * ACTIVATIONS[activation](b1[j])
+    keep = [i for i in range(W1.shape[0]) if i != j]
+    return W1[keep], b1[keep], W2[:, keep], b2
+
+
+def test_right_answers_pass():
+    assert "Correct" in check_merge_clone(merge_clone)
+    assert "Correct" in check_fold_constant(fold_constant)
+
+
+def test_wrong_answers_fail_with_reasons():
+    def no_sign(W1, b1, W2, a, j, c):  # forgets the sign of negated clones
+        return merge_clone(W1, b1, W2, a, j, abs(c))
+
+    def just_drop(W1, b1, W2, a, j, c):
+        keep = [i for i in range(W1.shape[0]) if i != j]
+        return W1[keep], b1[keep], W2[:, keep]
+
+    with pytest.raises(ExerciseError, match="function changed"):
+        check_merge_clone(no_sign)
+    with pytest.raises(ExerciseError, match="function changed"):
+        check_merge_clone(just_drop)
+    with pytest.raises(ExerciseError, match="tuple"):
+        check_merge_clone(lambda *args: None)
+
+    def no_fold(W1, b1, W2, b2, j, activation):
+        keep = [i for i in range(W1.shape[0]) if i != j]
+        return W1[keep], b1[keep], W2[:, keep], b2
+
+    with pytest.raises(ExerciseError, match="σ\\(b1\\[j\\]\\)"):
+        check_fold_constant(no_fold)
+    with pytest.raises(ExerciseError, match="removed"):
+        check_fold_constant(lambda W1, b1, W2, b2, j, act: (W1, b1, W2, b2))
+
+    def todo(*args):
+        raise NotImplementedError()
+
+    with pytest.raises(ExerciseError, match="not implemented"):
+        check_fold_constant(todo)
