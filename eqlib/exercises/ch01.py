@@ -1,0 +1,72 @@
+"""Checkers for the exercises of *Introduction* (book/part1/01_introduction).
+
+Chapter: *Introduction* (book/part1/01_introduction).
+"""
+from __future__ import annotations
+
+import torch
+
+from ..actions import Action
+from . import require
+
+__all__ = ["check_symmetrized_weight", "check_abs_hidden_action", "ABS_W1", "ABS_W2"]
+
+#: The invariant network f(x) = W_2 ReLU(W_1 x) = |x| of the chapter (x ∈ R, G = {±1}).
+ABS_W1 = torch.tensor([[1.0], [-1.0], [2.0]])
+ABS_W2 = torch.tensor([[1.0, 1.0, 0.0]])
+
+
+def _tensor(x, name: str) -> torch.Tensor:
+    require(x is not None, f"{name} is None: did you replace `raise NotImplementedError()` with your answer?")
+    try:
+        return torch.as_tensor(x, dtype=torch.float32)
+    except Exception as exc:  # noqa: BLE001 - the message is for the student
+        raise AssertionError(f"{name} could not be turned into a tensor: {exc}") from None
+
+
+def check_symmetrized_weight(W_sym, W, rho: Action) -> str:
+    """ch01-ex1: ``W_sym`` must be the group average (1/|G|) Σ_g ρ(g) W ρ(g)^{-1}.
+
+    Checks that W_sym commutes with every ρ(g) (so x ↦ W_sym x is equivariant) and that
+    it is the average of W over the group (not just any equivariant matrix such as 0).
+
+    Chapter: *Introduction*.
+    """
+    W_sym, W = _tensor(W_sym, "W_sym"), _tensor(W, "W")
+    require(W_sym.shape == W.shape, f"W_sym has shape {tuple(W_sym.shape)}, expected {tuple(W.shape)} like W")
+    require(bool(torch.isfinite(W_sym).all()), "W_sym contains NaN or inf")
+    scale = W.abs().max().item() + 1e-12
+    for g in rho.group:
+        P = rho.matrix(g)
+        err = (P @ W_sym - W_sym @ P).abs().max().item() / scale
+        require(err < 1e-5, f"W_sym does not commute with ρ({g.name}): max |ρ(g) W_sym − W_sym ρ(g)| = "
+                            f"{err:.3g} (relative); the map x ↦ W_sym x is not equivariant")
+    avg = torch.stack([rho.matrix(g) @ W @ rho.matrix(~g) for g in rho.group]).mean(0)
+    err = (W_sym - avg).abs().max().item() / scale
+    require(err < 1e-5, f"W_sym is equivariant but is not the group average of W (max deviation {err:.3g}); "
+                        "average ρ(g) W ρ(g)^{-1} over all g in G")
+    return "Correct: averaging over the group projects W onto the equivariant matrices."
+
+
+def check_abs_hidden_action(A) -> str:
+    """ch01-ex2: a 3×3 matrix A acting on the hidden layer of f(x) = |x| such that both
+    layers are equivariant for the sign flip: A ReLU(W_1 x) = ReLU(−W_1 x), W_2 A = W_2,
+    and A² = I (so g ↦ A is an action of {±1}).
+
+    Chapter: *Introduction*.
+    """
+    A = _tensor(A, "A")
+    require(A.shape == (3, 3), f"A must be a 3×3 matrix (the hidden layer has 3 neurons), got {tuple(A.shape)}")
+    require(bool(torch.isfinite(A).all()), "A contains NaN or inf")
+    x = torch.linspace(-3, 3, 61)[:, None]
+    h = torch.relu(x @ ABS_W1.T)
+    h_flipped = torch.relu(-x @ ABS_W1.T)
+    err1 = (h @ A.T - h_flipped).abs().max().item()
+    require(err1 < 1e-4, f"layer 1 is not equivariant with this A: max |A ReLU(W_1 x) − ReLU(−W_1 x)| = {err1:.3g}")
+    err2 = (ABS_W2 @ A - ABS_W2).abs().max().item()
+    require(err2 < 1e-4, f"layer 2 is not invariant with this A: max |W_2 A − W_2| = {err2:.3g}")
+    err3 = (A @ A - torch.eye(3)).abs().max().item()
+    require(err3 < 1e-4, f"A·A ≠ I (max deviation {err3:.3g}): the sign flip has order 2, so its action must too")
+    monomial = bool(((A.abs() > 1e-6).sum(0) == 1).all() and ((A.abs() > 1e-6).sum(1) == 1).all())
+    require(not monomial, "A looks like a scaled permutation, which the chapter shows is impossible; check your A")
+    return "Correct: the hidden action exists, but it is not a (scaled) permutation, so ReLU does not commute with it."

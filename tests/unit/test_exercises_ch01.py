@@ -1,0 +1,57 @@
+"""Checkers of chapter 1's exercises accept right answers and explain wrong ones."""
+import pytest
+import torch
+
+from eqlib import actions
+from eqlib.exercises import ExerciseError, ch01
+
+
+@pytest.fixture
+def rho():
+    return actions.mirror((1, 3, 3))
+
+
+def test_symmetrized_weight_right(rho):
+    W = torch.randn(9, 9, generator=torch.Generator().manual_seed(0))
+    P = rho.matrix(rho.group["m"])
+    assert "Correct" in ch01.check_symmetrized_weight((W + P @ W @ P) / 2, W, rho)
+
+
+@pytest.mark.parametrize("answer,message", [
+    ("W", "does not commute"), ("zero", "not the group average"), ("none", "is None"), ("shape", "shape"),
+], ids=["unchanged", "zero-matrix", "no-answer", "wrong-shape"])
+def test_symmetrized_weight_wrong(rho, answer, message):
+    W = torch.randn(9, 9, generator=torch.Generator().manual_seed(0))
+    wrong = {"W": W, "zero": torch.zeros(9, 9), "none": None, "shape": torch.zeros(3, 3)}[answer]
+    with pytest.raises(ExerciseError, match=message):
+        ch01.check_symmetrized_weight(wrong, W, rho)
+
+
+def right_abs_action():
+    # swap u = ReLU(W_1·1) and v = ReLU(W_1·(−1)), fix w = (1, −1, 0)
+    u, v, w = torch.tensor([1.0, 0, 2]), torch.tensor([0.0, 1, 0]), torch.tensor([1.0, -1, 0])
+    B = torch.stack([u, v, w], 1)
+    return torch.stack([v, u, w], 1) @ torch.linalg.inv(B)
+
+
+def test_abs_hidden_action_right():
+    assert "Correct" in ch01.check_abs_hidden_action(right_abs_action())
+
+
+@pytest.mark.parametrize("answer,message", [
+    (torch.eye(3), "layer 1 is not equivariant"),
+    (torch.tensor([[0.0, 1, 0], [1, 0, 0], [0, 0, 1]]), "layer 1 is not equivariant"),
+    (torch.zeros(2, 2), "3×3"),
+], ids=["identity", "swap-permutation", "wrong-shape"])
+def test_abs_hidden_action_wrong(answer, message):
+    with pytest.raises(ExerciseError, match=message):
+        ch01.check_abs_hidden_action(answer)
+
+
+def test_abs_hidden_action_not_involution():
+    A = right_abs_action()
+    # keep the action on u, v but scale the fixed direction w by 2: equivariant, but A² ≠ I
+    w = torch.tensor([1.0, -1, 0])
+    A2 = A + torch.outer(w, torch.linalg.pinv(torch.stack([torch.tensor([1.0, 0, 2]), torch.tensor([0.0, 1, 0]), w], 1))[2])
+    with pytest.raises(ExerciseError, match="A·A ≠ I"):
+        ch01.check_abs_hidden_action(A2)

@@ -1,0 +1,69 @@
+"""Checkers of chapter 2's exercises accept right answers and explain wrong ones."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from eqlib import actions, groups
+from eqlib.exercises import ExerciseError, ch02
+
+
+def corners(r_points, s_points):
+    G = groups.dihedral(4)
+    return actions.PermutationAction.from_generators(G, {G["r"]: r_points, G["s"]: s_points})
+
+
+def test_corner_representation_right():
+    # corners 0..3 counter-clockwise from top-right; s swaps left and right: 0↔1, 2↔3
+    G = groups.dihedral(4)
+    gens = {G["r"]: [1, 2, 3, 0], G["s"]: [1, 0, 3, 2]}
+    points = {}
+    for g, word in zip(G, G.words):
+        p = list(range(4))
+        for k in word:  # the point map of a·s is i ↦ a(s(i))
+            p = [p[j] for j in gens[G.generators[k]]]
+        points[g] = p
+    rho = actions.permutation(G, points)
+    assert "Correct" in ch02.check_corner_representation(rho)
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: actions.trivial(groups.dihedral(4), 4), "only 1 different"),
+    (lambda: actions.regular(groups.dihedral(4)), "R\\^8"),
+    (lambda: actions.regular(groups.cyclic(4)), "action of D4"),
+    (lambda: None, "is None"),
+    (lambda: torch.eye(4), "eqlib Action"),
+], ids=["trivial", "regular-dim-8", "wrong-group", "no-answer", "not-an-action"])
+def test_corner_representation_wrong(make, message):
+    with pytest.raises(ExerciseError, match=message):
+        ch02.check_corner_representation(make())
+
+
+def test_corner_representation_signed_is_not_a_permutation():
+    G = groups.dihedral(4)
+    rho = actions.PermutationAction.from_generators(
+        G, {G["r"]: [1, 2, 3, 0], G["s"]: [3, 2, 1, 0]}, {G["r"]: [-1, -1, -1, -1], G["s"]: [1, 1, 1, 1]})
+    with pytest.raises(ExerciseError, match="permutation matrix"):
+        ch02.check_corner_representation(rho)
+
+
+def symmetric_blur(x):
+    k = torch.tensor([[1.0, 2, 1], [2, 4, 2], [1, 2, 1]]) / 16
+    return F.conv2d(x, k[None, None], padding=1)
+
+
+def test_d4_equivariant_map_right():
+    assert "Correct" in ch02.check_d4_equivariant_map(symmetric_blur)
+    assert "Correct" in ch02.check_d4_equivariant_map(lambda x: torch.tanh(x) + x ** 2)
+
+
+@pytest.mark.parametrize("f,message", [
+    (lambda x: F.conv2d(x, torch.tensor([[[[0.0, 0, 0], [1, 0, -1], [0, 0, 0]]]]), padding=1), "not D4-equivariant"),
+    (lambda x: torch.roll(x, 1, dims=-1), "not D4-equivariant"),
+    (lambda x: 3 * x, "multiple of the identity"),
+    (lambda x: torch.zeros_like(x), "zero"),
+    (lambda x: x.sum(), "same shape"),
+    (None, "is None"),
+], ids=["horizontal-gradient", "shift", "scalar", "zero", "wrong-shape", "no-answer"])
+def test_d4_equivariant_map_wrong(f, message):
+    with pytest.raises(ExerciseError, match=message):
+        ch02.check_d4_equivariant_map(f)
