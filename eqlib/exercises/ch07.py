@@ -1,0 +1,52 @@
+"""Checkers for the exercises of *Attention* (book/part2/07_attention).
+
+Chapter: *Attention* (book/part2/07_attention).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from . import ExerciseError, require
+
+__all__ = ["check_equivariant_positions", "check_head_permutation"]
+
+
+def check_equivariant_positions(P, action) -> str:
+    """ch07-ex1: P (n, d) must satisfy Π_g P R_gᵀ = P for every g of the action's group,
+    and must not be zero.
+
+    Chapter: *Attention*.
+    """
+    if not isinstance(P, torch.Tensor):
+        raise ExerciseError(f"P must be a torch.Tensor, got {type(P).__name__}")
+    require(tuple(P.shape) == (action.n_tokens, action.token_dim),
+            f"P must have shape ({action.n_tokens}, {action.token_dim}), got {tuple(P.shape)}")
+    P = P.detach().to(torch.get_default_dtype())
+    require(bool(torch.isfinite(P).all()), "P holds NaN or inf")
+    require(float(P.norm()) > 1e-6, "P = 0 is equivariant but useless: it carries no position information")
+    for g in action.group:
+        moved = action.permute_tokens(g, P) @ action.feature_matrix(g).T
+        err = float((moved - P).norm() / P.norm())
+        require(err < 1e-5, f"Π_g P R_gᵀ ≠ P for g = {g.name} (relative error {err:.3g}): "
+                            "average P over the group, P ← mean_g Π_g P R_gᵀ")
+    return "Correct: the positional encodings are equivariant."
+
+
+def check_head_permutation(answer, planted) -> str:
+    """ch07-ex2: ``answer`` is τ_m as a list (head h on x ↔ head τ(h) on m·x) for the
+    planted layer.
+
+    Chapter: *Attention*.
+    """
+    try:
+        tau = np.asarray(answer, dtype=np.int64).reshape(-1)
+    except (TypeError, ValueError):
+        raise ExerciseError(f"give the head permutation as a list of integers, got {answer!r}") from None
+    truth = planted.head_perm["m"]
+    require(tau.shape == truth.shape, f"the layer has {truth.size} heads; your list has {tau.size} entries")
+    require(sorted(tau.tolist()) == list(range(truth.size)), f"{tau.tolist()} is not a permutation of the heads")
+    require(np.array_equal(tau, truth),
+            f"{tau.tolist()} is not the head permutation of this layer; did you read it in the right direction "
+            "(τ(h) = the head of m·x that does what head h does on x)?")
+    return f"Correct: τ_m = {truth.tolist()}."

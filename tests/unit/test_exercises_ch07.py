@@ -1,0 +1,29 @@
+import numpy as np
+import pytest
+import torch
+
+from eqlib.exercises import ExerciseError
+from eqlib.exercises.ch07 import check_equivariant_positions, check_head_permutation
+from eqlib.latent.attention import patch_mirror_action, plant_attention_equivariant
+
+
+def test_positions_checker():
+    act = patch_mirror_action((1, 4, 4), 2)
+    P0 = torch.randn(4, 4)
+    m = act.group["m"]
+    good = (P0 + act.permute_tokens(m, P0) @ act.feature_matrix(m).T) / 2
+    assert "Correct" in check_equivariant_positions(good, act)
+    with pytest.raises(ExerciseError, match="Π_g P R_gᵀ"):
+        check_equivariant_positions(P0, act)
+    with pytest.raises(ExerciseError, match="useless"):
+        check_equivariant_positions(torch.zeros(4, 4), act)
+
+
+def test_head_permutation_checker():
+    act = patch_mirror_action((1, 4, 4), 2)
+    planted = plant_attention_equivariant(act, np.array([[0, 1, 2], [1, 0, 2]]), d_k=2, d_v=2, seed=0)
+    assert "Correct" in check_head_permutation(planted.head_perm["m"].tolist(), planted)
+    with pytest.raises(ExerciseError, match="not the head permutation"):
+        check_head_permutation([0, 1, 2] if planted.head_perm["m"].tolist() != [0, 1, 2] else [1, 0, 2], planted)
+    with pytest.raises(ExerciseError, match="not a permutation"):
+        check_head_permutation([0, 0, 1], planted)
