@@ -6,7 +6,7 @@ pinned versions whose tarballs are checked against SHA-256 digests, and are unpa
 into ``book/_assets/widgets/`` (a folder that is *not* ``_static/``: Jupyter Book 1
 adds every ``*.js`` under ``_static/`` to every page). ``_config.yml`` lists
 ``book/_assets`` in ``html_static_path`` and points ``nb_ipywidgets_js`` at
-``widgets/require.js`` and ``widgets/embed-amd.js``.
+``widgets/require.js``, ``widgets/require-config.js`` and ``widgets/embed-amd.js``.
 
 Run once after installing (CI does)::
 
@@ -50,6 +50,26 @@ PACKAGES: dict[str, tuple[str, str, dict[str, str]]] = {
 DEFAULT_DEST = Path(__file__).resolve().parents[2] / "book" / "_assets" / "widgets"
 _FONT_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")
 _MANIFEST = "MANIFEST.json"
+
+# Loaded between require.js and embed-amd.js: makes requirejs resolve the html-manager's
+# own module to this folder, so its icon fonts load from here (not from the page's folder),
+# and lets its MathJax 2 calls reach MathJax 3.
+REQUIRE_CONFIG_JS = """(function () {
+  var base = document.currentScript.src.replace(/[?#].*$/, "").replace(/[^/]*$/, "");
+  require.config({paths: {"@jupyter-widgets/html-manager/dist": base.replace(/\\/$/, "")}});
+  // html-manager typesets widget labels with the MathJax 2 call MathJax.Hub.Queue;
+  // the book uses MathJax 3, so route that call to MathJax.typesetPromise.
+  function shim() {
+    if (!window.MathJax || window.MathJax.Hub) return;
+    window.MathJax.Hub = {Queue: function (job) {
+      var el = job && job[2];
+      if (el && window.MathJax.typesetPromise) window.MathJax.typesetPromise([el]).catch(function () {});
+    }};
+  }
+  shim();
+  document.addEventListener("DOMContentLoaded", shim);
+})();
+"""
 
 _LICENSES = """Third-party files in this folder (fetched by `python -m eqlib.widgets.assets`):
 
@@ -116,6 +136,9 @@ def fetch(dest: Path | str = DEFAULT_DEST, npm: str = "npm") -> list[Path]:
                         target.write_bytes(data)
                         manifest[outname] = hashlib.sha256(data).hexdigest()
                         written.append(target)
+    (dest / "require-config.js").write_text(REQUIRE_CONFIG_JS)
+    manifest["require-config.js"] = hashlib.sha256(REQUIRE_CONFIG_JS.encode()).hexdigest()
+    written.append(dest / "require-config.js")
     (dest / "LICENSES.txt").write_text(_LICENSES.format(hm=PACKAGES["@jupyter-widgets/html-manager"][0],
                                                         rq=PACKAGES["requirejs"][0]))
     (dest / _MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
@@ -135,7 +158,7 @@ def check(dest: Path | str = DEFAULT_DEST) -> list[str]:
             problems.append(f"{path} missing")
         elif _sha256(path) != digest:
             problems.append(f"{path} altered (sha256 differs from the manifest)")
-    for required in ("embed-amd.js", "require.js"):
+    for required in ("embed-amd.js", "require.js", "require-config.js"):
         if not (dest / required).is_file():
             problems.append(f"{dest / required} missing")
     return problems

@@ -36,9 +36,8 @@ GOOD_CELLS = [
 
 BAD_MD = """# Bad page
 
-Raw TeX that nothing typesets: <span>\\(x^2\\)</span>.
-
 ```{raw} html
+<p>Raw TeX that nothing typesets: \\(x^2\\).</p>
 <img src="missing.png" alt="missing">
 <p><a href="nowhere.html">a broken link</a> and <a href="good.html#no-such-anchor">a broken anchor</a>.</p>
 ```
@@ -53,8 +52,9 @@ def make_fixture_book(root: Path) -> Path:
     shutil.copy(REPO / "references.bib", root / "references.bib")
     assets = root / "book" / "_assets"
     assets.parent.mkdir(parents=True, exist_ok=True)
-    if not assets.exists():
-        shutil.copytree(REPO / "book" / "_assets", assets)
+    for folder in ("_assets",):
+        if not (root / "book" / folder).exists():
+            shutil.copytree(REPO / "book" / folder, root / "book" / folder)
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [nbformat.v4.new_markdown_cell(src) if kind == "markdown" else nbformat.v4.new_code_cell(src)
