@@ -97,11 +97,14 @@ def action_on_image(rho: Action, g: GroupElement, image: torch.Tensor, label: st
 
 
 def layer_errors(errors: Mapping[str, Sequence[float]], ax: plt.Axes | None = None,
-                 title: str = "per-layer equivariance error") -> Figure:
+                 title: str = "per-layer equivariance error", log: bool = False, floor: float = 1e-10,
+                 labels: Sequence[str] | None = None) -> Figure:
     """Bar chart of relative equivariance errors per layer, one group of bars per network.
 
     Args:
         errors: ``{network name: [error of f_1, error of f_2, ...]}``.
+        labels: x tick labels (default ``"layer 1"``, ``"layer 2"``, ...).
+        log: logarithmic y axis (errors below ``floor`` are drawn at ``floor``).
 
     Chapter: *Introduction* (book/part1/01_introduction).
     """
@@ -115,10 +118,12 @@ def layer_errors(errors: Mapping[str, Sequence[float]], ax: plt.Axes | None = No
         fig = ax.figure
     width = 0.8 / len(names)
     for k, name in enumerate(names):
-        vals = list(errors[name])
+        vals = [max(float(v), floor) if log else float(v) for v in errors[name]]
         ax.bar(np.arange(len(vals)) + k * width, vals, width, label=name)
-    ax.set_xticks(np.arange(depth) + 0.4 - width / 2, [f"layer {i + 1}" for i in range(depth)])
+    ax.set_xticks(np.arange(depth) + 0.4 - width / 2, labels or [f"layer {i + 1}" for i in range(depth)])
     ax.set_ylabel("relative error")
+    if log:
+        ax.set_yscale("log")
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
