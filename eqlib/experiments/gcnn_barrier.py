@@ -1,0 +1,459 @@
+"""The GCNN barrier on CIFAR-10: is a trained ReLU CNN close to a mirror-GCNN? (Bökman & Kahl 2023)
+
+Flip every filter of a trained CNN θ (the flipped network computes f(mirror x)), align
+its channels to θ by activation matching, and merge: the midpoint ½(θ + π·flip θ) is
+exactly a mirror-GCNN when every matched permutation π is an involution. The
+**GCNN barrier** is how much test accuracy the midpoint loses. We compare it with the
+barrier of merging two independently trained networks.
+
+Definition used here (ours; the paper's exact equation is not available to us):
+
+.. math::
+    B = \\tfrac12\\big(\\mathrm{acc}(\\theta_A) + \\mathrm{acc}(\\theta_B)\\big)
+        - \\mathrm{acc}\\big(\\tfrac12(\\theta_A + \\theta_B)\\big)
+
+in percentage points of test accuracy, with θ_B the aligned partner (π·flip θ_A for the
+self-flip merge), and the midpoint's normalisation statistics either interpolated,
+re-estimated (BN reset) or REPAIRed. All matching, BN resets and REPAIR use a
+mirror-symmetric set (training images and their mirrors), which makes the self-flip
+correlation matrices symmetric and so the matched permutations involutions unless the
+assignment has ties.
+
+CLI::
+
+    python -m eqlib.experiments.gcnn_barrier --budget ci --device cpu --out results/
+
+Chapter: *ReLU CNNs and GCNNs* (book/part3/09_relu_cnns_gcnns).
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..budget import budget as select_budget
+from ..device import default_device
+from ..io import atomic_write
+from ..matching import (apply_permutation, interpolate, involution_distance, match_activations, repair,
+                        reset_bn)
+from ..models.cnn import VGG, MirrorGCNN, flip_filters, mirror_invariance_error
+from ..train import TrainConfig, cached_train, evaluate_accuracy, prepare_images
+
+__all__ = ["VARIANTS", "BarrierBudget", "BUDGETS", "MergeData", "load_merge_data", "build_network",
+           "train_config", "train_networks", "gcnn_barrier", "merge_barrier", "interpolation_curve",
+           "summarize", "run_experiment", "main"]
+
+#: training variants: plain, mirror augmentation, augmentation + invariance loss, mirror-GCNN
+VARIANTS = ("plain", "mirror", "invariance", "gcnn")
+
+
+@dataclass(frozen=True)
+class BarrierBudget:
+    """Sizes of one run of the experiment.
+
+    Attributes:
+        config: VGG configuration (see :class:`eqlib.models.cnn.VGG`).
+        widths: width multipliers measured (the first is the main one).
+        variants: training variants at the main width; the other widths train
+            ``extra_variants``.
+        extra_variants: variants trained at the other widths.
+        networks: independently trained networks per (variant, width); every pair is merged.
+        n_train, n_match, n_test: training images, matching/BN-reset images (before adding
+            their mirrors), test images.
+        epochs, batch_size, lr, optimizer, momentum, weight_decay, schedule: the trainer's.
+        penalty_weight, penalty_start: the invariance loss of the ``"invariance"`` variant.
+        fixed_fraction: channels with symmetric filters in the GCNN.
+        alphas: points of the interpolation curves.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+
+    config: tuple = (8, "M", 16, "M", 32, "M", 64, "M")
+    widths: tuple[float, ...] = (1.0, 2.0)
+    variants: tuple[str, ...] = VARIANTS
+    extra_variants: tuple[str, ...] = ("plain", "invariance")
+    networks: int = 3
+    n_train: int = 5000
+    n_match: int = 500
+    n_test: int = 2000
+    epochs: int = 4
+    batch_size: int = 128
+    lr: float = 2e-3
+    optimizer: str = "adam"
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    schedule: str = "constant"
+    penalty_weight: float = 1.0
+    penalty_start: float = 0.5
+    fixed_fraction: float = 0.25
+    alphas: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+#: ``ci``: a narrow VGG on a CIFAR-10 subset, minutes on 2 CPU cores; ``full``: VGG11 (REPAIR's recipe, without
+#: the translation augmentation) on the full training set, made for a GPU.
+BUDGETS: dict[str, BarrierBudget] = {
+    "ci": BarrierBudget(),
+    "full": BarrierBudget(config=(64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
+                          widths=(0.5, 1.0), extra_variants=VARIANTS, networks=4, n_train=50000, n_match=5000,
+                          n_test=10000, epochs=30, batch_size=500, lr=0.08, optimizer="sgd", momentum=0.9,
+                          weight_decay=5e-4, schedule="warmup_linear", penalty_weight=1.0,
+                          alphas=tuple(np.round(np.linspace(0, 1, 11), 2).tolist())),
+}
+
+
+@dataclass
+class MergeData:
+    """Images for merging: ``match`` (normalised float, mirror-closed) and the test split (uint8).
+
+    Attributes:
+        match: (2M, 3, 32, 32) float, M training images followed by their mirrors,
+            normalised; used for matching, BN reset and REPAIR.
+        test_images: uint8 (N, 3, 32, 32); ``test_labels``: int64 (N,).
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+
+    match: torch.Tensor
+    test_images: torch.Tensor
+    test_labels: torch.Tensor
+
+    @classmethod
+    def from_images(cls, match_images: torch.Tensor, test_images: torch.Tensor, test_labels: torch.Tensor
+                    ) -> "MergeData":
+        """Build from uint8 training images (their mirrors are added) and the test split."""
+        x = prepare_images(match_images)
+        return cls(torch.cat([x, x.flip(-1)]), test_images, test_labels)
+
+
+def load_merge_data(b: BarrierBudget, root: str | None = None):
+    """The training subset (images, labels) and :class:`MergeData` for budget ``b``.
+
+    The matching images are drawn from the training split but disjoint from the
+    training subset is not required (BN statistics are estimated on training data).
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    from ..data import load_cifar10, subset
+
+    train_set, test_set = load_cifar10("train", root), load_cifar10("test", root)
+    tr = subset(train_set, b.n_train, seed=0) if b.n_train < len(train_set) else train_set
+    te = subset(test_set, b.n_test, seed=0) if b.n_test < len(test_set) else test_set
+    match = subset(train_set, b.n_match, seed=1)
+    return (tr.images, tr.labels), MergeData.from_images(match.images, te.images, te.labels)
+
+
+def build_network(variant: str, width: float, seed: int, b: BarrierBudget) -> VGG:
+    """A fresh network of ``variant`` (a :class:`MirrorGCNN` for ``"gcnn"``, else a BatchNorm VGG).
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; choose from {VARIANTS}")
+    if variant == "gcnn":
+        return MirrorGCNN(list(b.config), width=width, seed=seed, fixed_fraction=b.fixed_fraction)
+    return VGG(list(b.config), width=width, seed=seed)
+
+
+def train_config(variant: str, seed: int, b: BarrierBudget) -> TrainConfig:
+    """The :class:`eqlib.train.TrainConfig` of a variant: ``plain`` and ``gcnn`` without augmentation,
+    ``mirror`` with mirror augmentation, ``invariance`` with augmentation plus the invariance loss.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; choose from {VARIANTS}")
+    extra: dict[str, Any] = {}
+    if variant in ("mirror", "invariance"):
+        extra["augment_mirror"] = True
+    if variant == "invariance":
+        extra.update(penalty="invariance", penalty_weight=b.penalty_weight, penalty_start=b.penalty_start)
+    return TrainConfig(task="classify", epochs=b.epochs, batch_size=b.batch_size, lr=b.lr, optimizer=b.optimizer,
+                       momentum=b.momentum, weight_decay=b.weight_decay, schedule=b.schedule, seed=seed, **extra)
+
+
+def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = False
+                   ) -> dict[tuple[str, float], list[nn.Module]]:
+    """Train (or load from the cache) ``b.networks`` networks per (variant, width).
+
+    Returns:
+        ``{(variant, width): [model, ...]}``, models on the CPU in eval mode; GCNNs are
+        converted to plain VGGs (:meth:`MirrorGCNN.to_cnn`) so every tool applies.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    out = {}
+    for w in b.widths:
+        for variant in (b.variants if w == b.widths[0] else b.extra_variants):
+            nets = []
+            for s in range(b.networks):
+                res = cached_train(lambda: build_network(variant, w, s, b), train_config(variant, s, b), train_data,
+                                   device=device, progress=progress)
+                m = res.model.cpu().eval()
+                nets.append(m.to_cnn().eval() if isinstance(m, MirrorGCNN) else m)
+            out[(variant, w)] = nets
+    return out
+
+
+def _acc(model: nn.Module, data: MergeData) -> float:
+    return 100.0 * evaluate_accuracy(model, data.test_images, data.test_labels, batch_size=1000)
+
+
+def _invariance(model: nn.Module, data: MergeData, n: int = 1000) -> float:
+    dev = next(model.parameters()).device
+    x = prepare_images(data.test_images[:n]).to(dev)
+    return mirror_invariance_error(model, x)
+
+
+def interpolation_curve(model_a: nn.Module, model_b: nn.Module, data: MergeData, alphas: Sequence[float],
+                        mode: str = "reset") -> list[float]:
+    """Test accuracy (%) of (1 − α) θ_A + α θ_B along ``alphas``; B must be aligned with A.
+
+    ``mode``: ``"none"`` (interpolated statistics), ``"reset"`` (BN reset) or
+    ``"repair"`` (BN reset, then REPAIR), all on ``data.match``.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    if mode not in ("none", "reset", "repair"):
+        raise ValueError(f"mode must be 'none', 'reset' or 'repair', got {mode!r}")
+    accs = []
+    for a in alphas:
+        m = interpolate(model_a, model_b, float(a))
+        if mode != "none":
+            reset_bn(m, data.match)
+        if mode == "repair":
+            m = repair(m, model_a, model_b, data.match, alpha=float(a))
+        accs.append(_acc(m, data))
+    return accs
+
+
+def _merge(model_a: nn.Module, model_b: nn.Module, data: MergeData, alphas: Sequence[float] | None,
+           kind: str) -> dict[str, Any]:
+    model_a = model_a.to_cnn() if isinstance(model_a, MirrorGCNN) else model_a
+    model_a = model_a.eval()
+    perms, corrs = match_activations(model_a, model_b, data.match, return_correlations=True)
+    aligned = apply_permutation(model_b, perms).eval()
+    acc_a, acc_b = _acc(model_a, data), _acc(aligned, data)
+    mean = 0.5 * (acc_a + acc_b)
+    mid = interpolate(model_a, aligned, 0.5).eval()
+    acc_mid = _acc(mid, data)
+    inv_mid = _invariance(mid, data)
+    reset_bn(mid, data.match)
+    acc_reset = _acc(mid, data)
+    inv_reset = _invariance(mid, data)
+    rep = repair(mid, model_a, aligned, data.match, alpha=0.5)
+    acc_repair = _acc(rep, data)
+    inv_a, inv_b = _invariance(model_a, data), _invariance(aligned, data)
+    inv_dist = {k: involution_distance(p) for k, p in perms.items()}
+    report = {
+        "kind": kind,
+        "acc_a": acc_a, "acc_b": acc_b, "endpoint_mean": mean,
+        "acc_mid": acc_mid, "acc_mid_reset": acc_reset, "acc_mid_repair": acc_repair,
+        "barrier": mean - acc_mid, "barrier_reset": mean - acc_reset, "barrier_repair": mean - acc_repair,
+        "involution_distance": inv_dist,
+        "involution_distance_mean": float(np.mean(list(inv_dist.values()))),
+        "matched_correlation": {k: float(c.diagonal().mean()) for k, c in zip(perms, corrs)},
+        "invariance_a": inv_a, "invariance_b": inv_b, "invariance_mid": inv_mid,
+        "invariance_mid_reset": inv_reset, "invariance_mid_repair": _invariance(rep, data),
+        "perms": {k: p.tolist() for k, p in perms.items()},
+    }
+    if alphas is not None:
+        report["alphas"] = [float(a) for a in alphas]
+        report["curve_reset"] = interpolation_curve(model_a, aligned, data, alphas, "reset")
+    return report
+
+
+def gcnn_barrier(model: nn.Module, data: MergeData, alphas: Sequence[float] | None = None) -> dict[str, Any]:
+    """The self-flip merge of ``model`` with its own flipped copy: the GCNN barrier and its diagnostics.
+
+    Returns a dict (JSON-serialisable) with, in percent / percentage points:
+    ``acc_a`` (θ), ``acc_b`` (π·flip θ, i.e. θ on mirrored images), ``endpoint_mean``,
+    ``acc_mid`` / ``acc_mid_reset`` / ``acc_mid_repair`` (midpoint with interpolated
+    statistics, after BN reset, after BN reset + REPAIR), ``barrier`` / ``barrier_reset``
+    / ``barrier_repair`` (endpoint mean minus midpoint); ``involution_distance`` per layer
+    (fraction of channels c with π(π(c)) ≠ c) and its mean; ``matched_correlation`` per
+    layer; the mirror-invariance error ‖f(mx) − f(x)‖/‖f(x)‖ on test images of A, B and
+    the midpoints; ``perms``; and, given ``alphas``, ``curve_reset`` (accuracy along α
+    after BN reset).
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    model = (model.to_cnn() if isinstance(model, MirrorGCNN) else model).eval()
+    return _merge(model, flip_filters(model).eval(), data, alphas, "self-flip")
+
+
+def merge_barrier(model_a: nn.Module, model_b: nn.Module, data: MergeData,
+                  alphas: Sequence[float] | None = None) -> dict[str, Any]:
+    """The same report as :func:`gcnn_barrier` for two independently trained networks A and B.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    model_b = (model_b.to_cnn() if isinstance(model_b, MirrorGCNN) else model_b).eval()
+    return _merge(model_a, model_b, data, alphas, "two-network")
+
+
+def _stats(values: Sequence[float]) -> dict[str, Any]:
+    v = np.asarray(values, dtype=float)
+    return {"values": v.tolist(), "mean": float(v.mean()), "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+            "min": float(v.min()), "max": float(v.max())}
+
+
+def summarize(self_flip: Sequence[dict], pairs: Sequence[dict]) -> dict[str, Any]:
+    """Barriers of one (variant, width) cell over all networks (self-flip) and all pairs (two-network).
+
+    Returns ``{"self_flip": {key: stats}, "two_network": {key: stats}, "self_flip_below_pairs": {...}}``
+    where stats are mean, std, min, max and the values; ``self_flip_below_pairs[key]`` says whether
+    every self-flip barrier lies below every two-network barrier (the robust form of the paper's
+    ordering) and whether the means are ordered.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    keys = ("barrier", "barrier_reset", "barrier_repair", "acc_a", "acc_mid_reset", "involution_distance_mean",
+            "invariance_a", "invariance_mid_reset")
+    out: dict[str, Any] = {"self_flip": {k: _stats([r[k] for r in self_flip]) for k in keys}}
+    if pairs:
+        out["two_network"] = {k: _stats([r[k] for r in pairs]) for k in keys}
+        out["self_flip_below_pairs"] = {
+            k: {"all": bool(max(r[k] for r in self_flip) < min(r[k] for r in pairs)),
+                "means": bool(out["self_flip"][k]["mean"] < out["two_network"][k]["mean"])}
+            for k in ("barrier_reset", "barrier_repair")}
+    return out
+
+
+def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_root: str | None = None,
+                   progress: bool = False, curves: bool = True, networks=None, data=None) -> dict[str, Any]:
+    """Train every variant, measure every self-flip and two-network barrier, and summarise.
+
+    Args:
+        budget: ``"ci"``, ``"full"``, a :class:`BarrierBudget`, or None for ``$EQLIB_BUDGET``.
+        device: training and evaluation device.
+        data_root: CIFAR-10 location (default ``$EQLIB_DATA``).
+        progress: progress bars while training.
+        curves: compute interpolation curves for the first network (self-flip) and first pair.
+        networks, data: reuse :func:`train_networks` / :func:`load_merge_data` outputs.
+
+    Returns:
+        A JSON-serialisable dict: ``budget``, ``cells`` (one per "variant@width" with the
+        per-network and per-pair reports and the :func:`summarize` block), ``claims``
+        (the orderings the chapter states, computed), ``seconds``.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    t0 = time.perf_counter()
+    b = budget if isinstance(budget, BarrierBudget) else BUDGETS[select_budget(budget)]
+    dev = default_device(device)
+    if data is None:
+        data = load_merge_data(b, data_root)
+    train_data, merge_data = data
+    if networks is None:
+        networks = train_networks(b, train_data, device=dev, progress=progress)
+    cells = {}
+    for (variant, w), nets in networks.items():
+        nets = [n.to(dev).eval() for n in nets]
+        md = MergeData(merge_data.match.to(dev), merge_data.test_images, merge_data.test_labels)
+        selfs = [gcnn_barrier(n, md, b.alphas if (curves and i == 0) else None) for i, n in enumerate(nets)]
+        pairs = [merge_barrier(nets[i], nets[j], md, b.alphas if (curves and (i, j) == (0, 1)) else None)
+                 for i, j in itertools.combinations(range(len(nets)), 2)]
+        cells[f"{variant}@{w:g}"] = {"variant": variant, "width": w, "self_flip": selfs, "two_network": pairs,
+                                     "summary": summarize(selfs, pairs)}
+        for n in nets:
+            n.cpu()
+    main_w = b.widths[0]
+
+    def mean_of(variant, w, kind="self_flip", key="barrier_reset"):
+        c = cells.get(f"{variant}@{w:g}")
+        return None if c is None or kind not in c["summary"] else c["summary"][kind][key]["mean"]
+
+    claims = {}
+    for w in b.widths:
+        p, i = mean_of("plain", w), mean_of("invariance", w)
+        if p is not None and i is not None:
+            claims[f"invariance_below_plain@{w:g}"] = bool(i < p)
+    for key, cell in cells.items():
+        s = cell["summary"]
+        claims[f"midpoint_more_invariant@{key}"] = bool(
+            s["self_flip"]["invariance_mid_reset"]["max"] < s["self_flip"]["invariance_a"]["min"]
+            or s["self_flip"]["invariance_a"]["max"] < 1e-4)
+        if "self_flip_below_pairs" in s:
+            claims[f"self_flip_below_pairs_means@{key}"] = s["self_flip_below_pairs"]["barrier_reset"]["means"]
+            claims[f"self_flip_below_pairs_all@{key}"] = s["self_flip_below_pairs"]["barrier_reset"]["all"]
+    if len(b.widths) > 1:
+        for variant in ("plain", "invariance"):
+            lo, hi = mean_of(variant, b.widths[0]), mean_of(variant, b.widths[-1])
+            if lo is not None and hi is not None:
+                claims[f"barrier_shrinks_with_width@{variant}"] = bool(hi < lo)
+    return {"budget": asdict(b), "device": str(dev), "definition": (
+        "barrier = mean of the endpoints' test accuracies minus the midpoint's, in percentage points "
+        "(our definition)"), "main_width": main_w, "cells": cells, "claims": claims,
+        "seconds": time.perf_counter() - t0}
+
+
+def _figures(results: dict[str, Any], networks, out: Path) -> list[str]:
+    from ..plots.merging import barrier_table_figure, interpolation_figure
+
+    paths = []
+    fig = barrier_table_figure(results)
+    p = out / "gcnn_barriers.png"
+    fig.savefig(p, dpi=120, bbox_inches="tight")
+    paths.append(str(p))
+    for key, cell in results["cells"].items():
+        sf = cell["self_flip"][0]
+        pair = cell["two_network"][0] if cell["two_network"] else None
+        if "curve_reset" not in sf:
+            continue
+        fig = interpolation_figure(sf, pair, title=key)
+        p = out / f"interpolation_{key.replace('@', '_w')}.png"
+        fig.savefig(p, dpi=120, bbox_inches="tight")
+        paths.append(str(p))
+    import matplotlib.pyplot as plt
+    plt.close("all")
+    return paths
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """CLI: ``python -m eqlib.experiments.gcnn_barrier --budget ci|full --device cpu|cuda --out results/``.
+
+    Writes ``gcnn_barrier_<budget>.json`` (every number) and PNG figures into ``--out``.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    parser = argparse.ArgumentParser(prog="python -m eqlib.experiments.gcnn_barrier", description=__doc__.split("\n")[0])
+    parser.add_argument("--budget", choices=sorted(BUDGETS), default=None, help="default: $EQLIB_BUDGET or full")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: $EQLIB_DEVICE or cuda when available)")
+    parser.add_argument("--out", default="results", help="output folder")
+    parser.add_argument("--data", default=None, help="CIFAR-10 location (default: $EQLIB_DATA)")
+    parser.add_argument("--progress", action="store_true", help="show training progress bars")
+    args = parser.parse_args(argv)
+    name = select_budget(args.budget)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    b = BUDGETS[name]
+    data = load_merge_data(b, args.data)
+    networks = train_networks(b, data[0], device=default_device(args.device), progress=args.progress)
+    results = run_experiment(b, device=args.device, networks=networks, data=data)
+    results["budget_name"] = name
+    results["figures"] = _figures(results, networks, out)
+    text = json.dumps(results, indent=1)
+    atomic_write(out / f"gcnn_barrier_{name}.json", lambda f: f.write(text.encode()))
+    for key, cell in results["cells"].items():
+        s = cell["summary"]
+        line = f"{key:16s} self-flip barrier (BN reset) {s['self_flip']['barrier_reset']['mean']:6.2f}"
+        if "two_network" in s:
+            line += f"   two-network {s['two_network']['barrier_reset']['mean']:6.2f}"
+        print(line)
+    print("claims:", json.dumps(results["claims"], indent=1))
+    print(f"wrote {out / f'gcnn_barrier_{name}.json'} and {len(results['figures'])} figures "
+          f"in {results['seconds']:.0f} s (plus training)")
+    return results
+
+
+if __name__ == "__main__":
+    main()
