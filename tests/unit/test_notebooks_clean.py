@@ -1,0 +1,66 @@
+"""Every chapter notebook under book/ is stored clean and follows the chapter conventions.
+
+Generic: it applies to every chapter that exists now or later (one test per notebook).
+"""
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+BOOK = Path(__file__).resolve().parents[2] / "book"
+NOTEBOOKS = sorted(p for p in BOOK.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts)
+CHAPTERS = [p for p in NOTEBOOKS if re.match(r"\d\d_", p.name)]
+
+
+def _ids(paths):
+    return [str(p.relative_to(BOOK)) for p in paths]
+
+
+def _nbg(cell):
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_stored_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count is not None)]
+    assert not dirty, f"{path.name}: cells {dirty} have outputs or execution counts; clear them before committing"
+    assert "widgets" not in nb.metadata, f"{path.name}: stored widget state in the notebook metadata; clear it"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_chapter_sections_and_exercises(path):
+    nb = nbformat.read(path, as_version=4)
+    md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for heading in ("## Summary", "## Exercises"):
+        assert re.search(rf"^{re.escape(heading)}\s*$", md, re.M), f"{path.name}: no '{heading}' section"
+    assert nb.cells and nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# "), \
+        f"{path.name}: the first cell must be the '# Title'"
+    exercises = re.findall(r"\{exercise\}\s*\n:label:\s*(\S+)", md)
+    assert exercises, f"{path.name}: the Exercises section has no {{exercise}} directive with a :label:"
+    for label in exercises:
+        assert re.search(rf"\{{solution\}}\s+{re.escape(label)}\b", md), f"{path.name}: exercise {label} has no {{solution}}"
+    answers = [c for c in nb.cells if c.cell_type == "code" and _nbg(c).get("solution")]
+    checks = [c for c in nb.cells if c.cell_type == "code" and _nbg(c).get("grade")]
+    assert answers and checks, f"{path.name}: exercises need nbgrader answer cells (solution: true) and check cells (grade: true)"
+    for c in answers:
+        gid = _nbg(c).get("grade_id", "?")
+        assert "### BEGIN SOLUTION" in c.source and "### END SOLUTION" in c.source, \
+            f"{path.name}: answer cell {gid} lacks ### BEGIN SOLUTION / ### END SOLUTION"
+        assert c.source.index("### BEGIN SOLUTION") < c.source.index("### END SOLUTION"), f"{path.name}: {gid} markers reversed"
+    for c in checks:
+        gid = _nbg(c).get("grade_id", "?")
+        points = _nbg(c).get("points")
+        assert isinstance(points, (int, float)) and points > 0, f"{path.name}: check cell {gid} has no positive points"
+        assert _nbg(c).get("locked") is True, f"{path.name}: check cell {gid} is not locked"
+    gids = [_nbg(c).get("grade_id") for c in answers + checks]
+    assert all(gids) and len(set(gids)) == len(gids), f"{path.name}: grade_ids missing or repeated: {gids}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_widget_cells_ignore_output(path):
+    nb = nbformat.read(path, as_version=4)
+    bad = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and re.search(r"\binteractive_figure\s*\(", c.source)
+           and not c.source.startswith("# NBVAL_IGNORE_OUTPUT")]
+    assert not bad, f"{path.name}: cells {bad} call interactive_figure but do not start with '# NBVAL_IGNORE_OUTPUT'"
