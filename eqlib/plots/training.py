@@ -1,0 +1,107 @@
+"""Figures of training runs and of the CIFAR-10 experiment's numbers.
+
+Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["plot_history", "plot_error_table", "plot_ablation", "plot_emergence"]
+
+
+def plot_history(histories: dict[str, dict], keys: Sequence[str] = ("task_loss", "penalty", "test_accuracy")):
+    """Per-epoch curves of several training histories (one panel per key).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3))
+    for ax, key in zip(np.atleast_1d(axes), keys):
+        for name, h in histories.items():
+            vals = np.asarray(h.get(key, []), dtype=float)
+            if len(vals) and np.isfinite(vals).any():
+                ax.plot(h["epoch"][:len(vals)], vals, marker=".", label=name)
+        ax.set_xlabel("epoch")
+        ax.set_title(key.replace("_", " "))
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_error_table(rows: Sequence[dict], probe: str = "noise"):
+    """Grouped bars of the median linear-equivariance errors (ours vs the paper's where known).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    import matplotlib.pyplot as plt
+
+    sel = [r for r in rows if r["probe"] == probe]
+    nets = list(dict.fromkeys(r["network"] for r in sel))
+    conds = list(dict.fromkeys((r["layers"], r["mirror"]) for r in sel))
+    fig, axes = plt.subplots(1, len(nets), figsize=(3.2 * len(nets), 3.2), sharey=True)
+    for ax, net in zip(np.atleast_1d(axes), nets):
+        ours = [next(r["median_error"] for r in sel if r["network"] == net and (r["layers"], r["mirror"]) == c)
+                for c in conds]
+        paper = [next(r["paper"] for r in sel if r["network"] == net and (r["layers"], r["mirror"]) == c)
+                 for c in conds]
+        xs = np.arange(len(conds))
+        ax.bar(xs - 0.2, ours, 0.4, label="ours")
+        ax.bar(xs + 0.2, [p if p is not None else 0 for p in paper], 0.4, label="paper", color="tab:gray")
+        ax.set_xticks(xs, [f"f≤{i}\n{m[0].upper()}" for i, m in conds], fontsize=8)
+        ax.set_title(net, fontsize=9)
+    np.atleast_1d(axes)[0].set_ylabel(f"median relative error ({probe} probes)")
+    np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_ablation(rows: Sequence[dict], keys: Sequence[str] = ("f1_horizontal_noise", "f1_vertical_noise",
+                                                                "f1_horizontal_images", "end_to_end")):
+    """Horizontal bars of the ablation's numbers, one panel per key.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    import matplotlib.pyplot as plt
+
+    labels = [r["variant"] for r in rows]
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.1 * len(keys), 0.35 * len(rows) + 1.2), sharey=True)
+    for ax, key in zip(np.atleast_1d(axes), keys):
+        ax.barh(np.arange(len(rows)), [r[key] for r in rows], color="tab:blue")
+        ax.set_title(key.replace("_", " "), fontsize=9)
+        ax.invert_yaxis()
+    np.atleast_1d(axes)[0].set_yticks(np.arange(len(rows)), labels, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_emergence(points: Sequence[dict], upto: int | None = None):
+    """Linear-equivariance error of f_1, matched filters and end-to-end error over training;
+    ``upto`` marks a checkpoint (for the step-through widget) and shows its first filters.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    import matplotlib.pyplot as plt
+
+    from .filters import filter_image
+
+    k = len(points) - 1 if upto is None else int(upto)
+    ep = [p["epoch"] for p in points]
+    fig = plt.figure(figsize=(10, 3.2))
+    ax = fig.add_subplot(1, 2, 1)
+    ax.plot(ep, [p["f1_error"] for p in points], marker="o", label="f₁ linear-equivariance error")
+    ax.plot(ep, [p["end_to_end"] for p in points], marker="s", label="end-to-end error")
+    ax.plot(ep, [p["matched_filters"] for p in points], marker="^", label="matched filters (share)")
+    ax.axvline(ep[k], color="gray", ls="--")
+    ax.set_xlabel("epoch")
+    ax.legend(fontsize=7)
+    if "weight" in points[k]:
+        W = points[k]["weight"]
+        for i in range(min(16, W.shape[0])):
+            a = fig.add_subplot(4, 16, 16 * (i // 8) + 9 + i % 8)
+            a.imshow(filter_image(W[i]), interpolation="nearest")
+            a.set_xticks([]), a.set_yticks([])
+        fig.text(0.75, 0.95, f"first filters at epoch {ep[k]}", ha="center", fontsize=9)
+    return fig
