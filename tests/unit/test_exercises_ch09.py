@@ -1,0 +1,26 @@
+"""The chapter-9 checkers accept right answers and reject wrong ones with a message."""
+import pytest
+import torch
+
+from eqlib.exercises import ExerciseError
+from eqlib.exercises.ch09 import check_gcnn_projection, check_relu_intertwiner
+
+
+def right_intertwiner(a):
+    nz = a.abs() > 1e-9
+    return bool((nz.sum(0) == 1).all() and (nz.sum(1) == 1).all() and (a[nz] > 0).all())
+
+
+def test_relu_intertwiner_checker():
+    assert "Correct" in check_relu_intertwiner(right_intertwiner)
+    # a common mistake: accepting signed permutations (the tanh answer)
+    with pytest.raises(ExerciseError, match="signed permutation|negative diagonal"):
+        check_relu_intertwiner(lambda a: bool(((a.abs() > 1e-9).sum(0) == 1).all() and ((a.abs() > 1e-9).sum(1) == 1).all()))
+
+
+def test_gcnn_projection_checker():
+    assert "Correct" in check_gcnn_projection(lambda w, po, pi: 0.5 * (w + w[po][:, pi].flip(-1)))
+    with pytest.raises(ExerciseError, match="does not satisfy"):
+        check_gcnn_projection(lambda w, po, pi: 0.5 * (w + w.flip(-1)))
+    with pytest.raises(ExerciseError, match="shape"):
+        check_gcnn_projection(lambda w, po, pi: w[:, :2])
