@@ -1,0 +1,43 @@
+"""The clean book build (-W -n --keep-going) and static checks of its HTML."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from booktools import chapter_pages, toc_pages
+
+pytestmark = pytest.mark.book
+
+_PRE = re.compile(r"<(pre|code|script|style)\b.*?</\1>", re.S | re.I)
+_TAG = re.compile(r"<[^>]+>")
+_RAW_DIRECTIVE = re.compile(r"```\{|:::\{|\{(?:prf:[a-z]+|cite(?::[pt])?|term|doc|ref|numref|eq|glue:?[a-z]*)\}`|^:label:|:class: dropdown", re.M)
+
+
+def _main(html: str) -> str:
+    m = re.search(r"<main\b.*?</main>", html, re.S)
+    return m.group(0) if m else html
+
+
+def _visible_text(html: str) -> str:
+    return _TAG.sub(" ", _PRE.sub(" ", _main(html)))
+
+
+def test_build_succeeds(built_book):
+    assert (built_book / "index.html").is_file()
+
+
+@pytest.mark.parametrize("page", toc_pages())
+def test_page(built_book, page):
+    path = built_book / f"{page}.html"
+    assert path.is_file(), f"{page} is in _toc.yml but {path} was not built"
+    html = path.read_text(encoding="utf-8")
+    main = _main(html)
+    errors = re.findall(r'class="[^"]*\boutput (?:traceback|error)\b', main)
+    assert not errors, f"{page}: {len(errors)} cell outputs are errors"
+    assert "Traceback (most recent call last)" not in main, f"{page}: a traceback is shown"
+    raw = _RAW_DIRECTIVE.findall(_visible_text(html))
+    assert not raw, f"{page}: unrendered directive or role text: {raw[:5]}"
+    if page in chapter_pages():
+        n_img = len(re.findall(r"<img\b", main))
+        assert n_img > 0, f"{page}: a chapter without a figure (no <img> in the page)"
