@@ -253,8 +253,8 @@ def plant_residual_invariant(d: int, hidden: int, activation: str = "relu", seed
 
     f(−x) = −x − 2W_1⁺σ(−W_1x) = −x − 2W_1⁺(σ(W_1x) − W_1x) = f(x).
 
-    The inner layer maps −x to σ(−W_1x) = σ(W_1x) − W_1x, which is no function of
-    σ(W_1x) alone; on the latent (x, σ(W_1x)) that the skip carries, g acts by the
+    The inner layer maps −x to σ(−W_1x) = σ(W_1x) − W_1x, which is not a linear
+    function of σ(W_1x) (unit by unit not a function at all); on the latent (x, σ(W_1x)) that the skip carries, g acts by the
     linear map (x, h) ↦ (−x, h − W_1x), which is not a permutation times a scaling.
 
     Raises:

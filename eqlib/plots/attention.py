@@ -72,7 +72,7 @@ def plot_adjunction_residuals(names: Sequence[str], ordinary: Sequence[float], g
     if not (len(names) == len(ordinary) == len(generalized) == len(moved)):
         raise ValueError("names, ordinary, generalized and moved must have equal lengths")
     x = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
     floor = 1e-8
     for k, (vals, label) in enumerate([(ordinary, "residual, ordinary adjunction"),
                                         (generalized, "residual, generalized adjunction"),
@@ -81,6 +81,6 @@ def plot_adjunction_residuals(names: Sequence[str], ordinary: Sequence[float], g
     ax.set_yscale("log")
     ax.set_xticks(x, names)
     ax.set_ylabel("relative size")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
     fig.tight_layout()
     return fig
