@@ -57,8 +57,8 @@ _LIVE, _CONST, _DEAD = 0, 1, 2
 def _require_mlp(model, what: str) -> None:
     if not isinstance(model, MLP):
         if isinstance(model, Model):
-            raise TypeError(f"{what} works on eqlib MLPs (layers σ(Wx + b)); got a {type(model).__name__}, "
-                            "whose neurons are not scalar units")
+            raise TypeError(f"{what} works on eqlib MLPs (layers σ(Wx + b)); got {type(model).__name__}, "
+                            "whose latent coordinates are not scalar neurons")
         raise TypeError(f"{what} needs an eqlib MLP, got {type(model).__name__}")
     model.check_finite()
 
@@ -512,7 +512,7 @@ def plant_degenerate(model: MLP, n_dead: int = 1, n_constant: int = 1, n_clones:
             new_b.append(torch.randn((), generator=gen))
             new_cols.append(torch.zeros(Wn.shape[0]))
         for _ in range(n_constant):
-            beta = torch.randn((), generator=gen)
+            beta = 0.5 * torch.randn((), generator=gen)
             u = torch.randn(Wn.shape[0], generator=gen) / d ** 0.5
             new_rows.append(torch.zeros(d_in))
             new_b.append(beta)

@@ -29,12 +29,18 @@ def weight_matrices(models: Sequence[MLP], titles: Sequence[str] | None = None, 
     titles = list(titles) if titles is not None else [f"model {m}" for m in range(len(models))]
     L = max(m.depth for m in models)
     fig, axes = plt.subplots(len(models), L, figsize=(3.2 * L, 2.8 * len(models)), squeeze=False)
+
+    def matrix(layer):
+        W = layer.weight.detach().cpu()
+        if with_bias and layer.bias is not None:
+            W = torch.cat([W, layer.bias.detach().cpu()[:, None]], dim=1)
+        return W
+
+    vmaxes = [max(float(matrix(m.layers[i]).abs().max()) for m in models if i < m.depth) for i in range(L)]
     for r, (model, title) in enumerate(zip(models, titles)):
         for i, layer in enumerate(model.layers):
-            W = layer.weight.detach().cpu()
-            if with_bias and layer.bias is not None:
-                W = torch.cat([W, layer.bias.detach().cpu()[:, None]], dim=1)
-            vmax = max(float(W.abs().max()), 1e-12)
+            W = matrix(layer)
+            vmax = max(vmaxes[i], 1e-12)
             ax = axes[r, i]
             im = ax.imshow(W.numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto", interpolation="nearest")
             ax.set_title(f"{title}: $[W_{i + 1} | b_{i + 1}]$ {tuple(layer.weight.shape)}", fontsize=8)
