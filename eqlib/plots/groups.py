@@ -83,7 +83,7 @@ def orbit(rho: Action, image: torch.Tensor, title: str | None = None) -> Figure:
     """
     x = image.unsqueeze(0)
     acted = torch.cat([rho.act(g, x) for g in rho.group])
-    return image_grid(acted, [g.name for g in rho.group], ncols=min(rho.group.order, 8),
+    return image_grid(acted, [g.name for g in rho.group], ncols=min(rho.group.order, 4),
                       suptitle=title or f"orbit of an image under {rho.group.name}")
 
 
