@@ -1,0 +1,153 @@
+"""Tests of eqlib.experiments.cifar_mlp on synthetic data (no CIFAR-10 needed)."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from eqlib.data import CIFAR10
+from eqlib.experiments import cifar_mlp as E
+from eqlib.train import mirror_images
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("EQLIB_CACHE", str(tmp_path / "cache"))
+
+
+def _fake(n, seed=0, split="train"):
+    g = torch.Generator().manual_seed(seed)
+    return CIFAR10(torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8, generator=g),
+                   torch.arange(n) % 10, split=split)
+
+
+TINY = dataclasses.replace(E.BUDGET_SETTINGS["ci"], n_train=64, n_test=40, hidden=(12, 8, 8), epochs=2,
+                           batch_size=32, noise_samples=200, cov_images=50, ablation_n_train=48, ablation_epochs=2,
+                           attention_epochs=1, attention_heads=2, attention_patch=8)
+
+
+def test_build_mlp_shapes_and_errors():
+    ae = E.build_mlp("tanh", "autoencode", (16, 8, 8))
+    clf = E.build_mlp("gelu", "classify", (16, 8, 8))
+    assert ae.widths == [3072, 16, 8, 8, 3072] and clf.widths == [3072, 16, 8, 8, 10]
+    assert ae.activations == ["tanh", "gelu", "gelu", "identity"]
+    assert ae(torch.zeros(2, 3, 32, 32)).shape == (2, 3072)
+    big = E.build_mlp("tanh", "classify", (16, 8, 8), first_init_scale=1.0)
+    small = E.build_mlp("tanh", "classify", (16, 8, 8), first_init_scale=0.1)
+    torch.testing.assert_close(small.layers[0].weight, 0.1 * big.layers[0].weight)
+    with pytest.raises(ValueError, match="activation"):
+        E.build_mlp("relu", "classify")
+    with pytest.raises(ValueError, match="three"):
+        E.build_mlp("tanh", "classify", (8, 8))
+
+
+def _planted_filters(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(4, 3072, generator=g)
+    sym = v[0] + mirror_images(v[0:1])[0]
+    anti = v[1] - mirror_images(v[1:2])[0]
+    pair = [v[2], mirror_images(v[2:3])[0]]
+    neg = [v[3], -mirror_images(v[3:4])[0]]
+    rand = torch.randn(2, 3072, generator=g)
+    return torch.stack([sym, anti, *pair, *neg, *rand])
+
+
+def test_filter_pairing_classifies_planted_filters():
+    p = E.filter_pairing(_planted_filters())
+    names = [E.CATEGORIES[c] for c in p.category]
+    assert names[:6] == ["symmetric", "antisymmetric", "mirrored pair", "mirrored pair", "negated mirrored pair",
+                         "negated mirrored pair"]
+    assert names[6:] == ["unmatched", "unmatched"]
+    assert p.perm[2] == 3 and p.perm[3] == 2 and p.signs[4] == -1
+    assert p.counts() == {"symmetric": 1, "antisymmetric": 1, "mirrored pair": 2, "negated mirrored pair": 2,
+                          "unmatched": 2}
+    assert p.matched_fraction == pytest.approx(0.75)
+    with pytest.raises(ValueError):
+        E.filter_pairing(torch.zeros(3, 10))
+
+
+def _mirror_closed_mlp(task="classify"):
+    """An MLP whose first-layer filters come in mirror pairs (equal biases): f_1 is exactly
+    horizontally equivariant (f_1(m y) = P f_1(y)), not vertically."""
+    net = E.build_mlp("tanh", task, (16, 8, 8), first_init_scale=1.0)
+    with torch.no_grad():
+        W = net.layers[0].weight
+        W[8:] = mirror_images(W[:8].clone())
+        net.layers[0].bias[8:] = net.layers[0].bias[:8].clone()
+    return net
+
+
+def test_equivariance_table_finds_a_planted_action_and_the_control():
+    tr, te = _fake(64), _fake(40, 1, "test")
+    net = _mirror_closed_mlp()
+    rows = E.equivariance_table({"tanh-classifier": net}, TINY, tr, te, layers=(1,))
+    for probe in E.PROBES:
+        assert E.table_lookup(rows, "tanh-classifier", 1, "horizontal", probe) < 1e-4
+        assert E.table_lookup(rows, "tanh-classifier", 1, "vertical", probe) > 0.05
+    assert {r["n_test"] for r in rows if r["probe"] == "noise"} == {100}
+    assert next(r for r in rows if r["probe"] == "noise" and r["mirror"] == "horizontal")["paper"] == 0.077
+    with pytest.raises(KeyError):
+        E.table_lookup(rows, "tanh-classifier", 2, "horizontal")
+
+
+def test_probe_inputs():
+    tr, te = _fake(64), _fake(40, 1, "test")
+    assert E.probe_inputs("noise", 10, tr, te, TINY).shape == (10, 3072)
+    assert E.probe_inputs("images", 40, tr, te, TINY).shape == (40, 3072)
+    y = E.probe_inputs("image_cov", 4000, tr, te, TINY)
+    x = E.prepare_images(tr.images[:TINY.cov_images]).flatten(1)
+    torch.testing.assert_close(y.mean(0)[:50], x.mean(0)[:50], atol=0.1, rtol=0)
+    torch.testing.assert_close(y.var(0)[:50], x.var(0, correction=0)[:50], atol=0.2, rtol=0.1)
+    with pytest.raises(ValueError):
+        E.probe_inputs("images", 41, tr, te, TINY)
+    with pytest.raises(ValueError):
+        E.probe_inputs("uniform", 5, tr, te, TINY)
+
+
+def test_end_to_end_error():
+    x = _fake(8).images
+    flat_id = torch.nn.Flatten()
+    assert E.end_to_end_error(torch.nn.Sequential(flat_id, torch.nn.Linear(3072, 3072)), x, "autoencode") > 0.1
+
+    class Id(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(()))
+
+        def forward(self, x):
+            return self.w * x.flatten(1)
+
+    assert E.end_to_end_error(Id(), x, "autoencode") < 1e-6
+
+
+def test_training_ablation_emergence_and_attention_on_tiny_data():
+    tr, te = _fake(64), _fake(40, 1, "test")
+    res = E.train_networks(TINY, tr, te, progress=False, names=["tanh-autoencoder", "gelu-classifier"])
+    assert set(res) == {"tanh-autoencoder", "gelu-classifier"}
+    assert 0 <= res["gelu-classifier"].history["test_accuracy"][-1] <= 1
+    again = E.train_networks(TINY, tr, te, progress=False, names=["tanh-autoencoder"])
+    assert again["tanh-autoencoder"].from_cache
+    rows = E.ablation(TINY, tr, te, variants={"base": {}, "no penalty": {"penalty_weight": 0.0}}, progress=False,
+                      probe_samples=100)
+    assert [r["variant"] for r in rows] == ["base", "no penalty"]
+    assert all(0 <= r["matched_filters"] <= 1 and r["f1_horizontal_noise"] >= 0 for r in rows)
+    with pytest.raises(ValueError, match="unknown ablation"):
+        E.ablation(TINY, tr, te, variants={"x": {"nonsense": 1}}, progress=False)
+    build = lambda: E.build_mlp("tanh", "autoencode", TINY.hidden, first_init_scale=TINY.first_init_scale)  # noqa
+    em = E.emergence(res["tanh-autoencoder"], build, te, samples=40)
+    assert [p["epoch"] for p in em] == [0, 1, 2]
+    att = E.attention_experiment(TINY, tr, te, progress=False)
+    assert sorted(att["head_perm"]) == [0, 1]
+    assert att["output_residual"] >= 0
+
+
+def test_settings_and_cli_parser(monkeypatch):
+    monkeypatch.setenv("EQLIB_BUDGET", "ci")
+    assert E.settings().name == "ci"
+    assert E.settings("full").n_train == 50_000
+    assert E.settings("ci", epochs=3).epochs == 3
+    with pytest.raises(ValueError):
+        E.settings("huge")
+    with pytest.raises(SystemExit):
+        E.main(["--budget", "huge"])
