@@ -29,9 +29,10 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from ..actions import Action, PermutationAction
+from ..actions import Action, MatrixAction, PermutationAction
 from ..groups import FiniteGroup, GroupElement, flip
 from ..models.attention import AttentionNetwork, MultiHeadAttention
+from ..models.base import Model
 
 __all__ = [
     "TokenAction",
@@ -44,6 +45,7 @@ __all__ = [
     "recover_token_permutation",
     "AttentionLatentAction",
     "recover_attention_action",
+    "recover_attention_network",
     "PlantedAttention",
     "plant_attention_equivariant",
 ]
@@ -436,6 +438,65 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             g_fx = action_in.permute_tokens(g, fx) @ S.T
             res.output_residual[name] = float((layer(gx) - g_fx).norm() / fx.norm().clamp_min(1e-12))
     return res
+
+
+def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, out_features: Action | None = None,
+                              tol: float = 1e-4) -> list[AttentionLatentAction]:
+    """Layer-by-layer latent actions of a stack of attention layers.
+
+    Tokens are permuted by Π_g in every latent space V_i. The action on the features of
+    an intermediate V_i is not known in advance (any S ∈ GL(d_i) can be absorbed by
+    W_O of layer i and W_Q, W_K, W_V of layer i+1), so it is fitted by least squares,
+    ``f_{≤i}(X) S_gᵀ ≈ Π_g^{-1} f_{≤i}(g·X)`` (driver ``gelsd``), and then used as the
+    input action of layer i+1.
+
+    Args:
+        net: a :class:`~eqlib.models.Model` of MultiHeadAttention layers (positional
+            encodings, if any, in the first layer).
+        action_in: the action on input tokens.
+        x: probe inputs (N, n, d_0); the outputs of every layer but the last must
+            span their latent space (else ValueError).
+        out_features: the action on the output features (default: the input feature
+            action when d_L = d_0, else trivial).
+        tol: tolerance of every layer's report.
+
+    Returns:
+        One :class:`AttentionLatentAction` per layer.
+
+    Chapter: *Attention* (book/part2/07_attention).
+    """
+    layers = list(net.layers) if isinstance(net, Model) else None
+    if not layers or not all(isinstance(l, MultiHeadAttention) for l in layers):
+        raise ValueError("net must be a Model whose layers are all MultiHeadAttention layers")
+    G = action_in.group
+    d_last = layers[-1].out_shape[1]
+    if out_features is None and action_in.feature_action is not None and d_last == action_in.token_dim:
+        out_features = action_in.feature_action
+    if out_features is None:
+        out_features = MatrixAction(G, torch.eye(d_last).repeat(G.order, 1, 1))
+    results, act, h = [], action_in, x
+    with torch.no_grad():
+        for i, layer in enumerate(layers):
+            if i == len(layers) - 1:
+                feat = out_features
+            else:
+                y = layer(h)
+                d = y.shape[-1]
+                rank = int(torch.linalg.matrix_rank(y.reshape(-1, d)))
+                if rank < d:
+                    raise ValueError(f"the outputs of layer {i + 1} span only {rank} of {d} dimensions: the latent "
+                                     "space has unused directions (a degenerate network), so its action is not "
+                                     "determined; use more probes or remove the unused directions")
+                mats = []
+                for g in G:
+                    target = act.permute_tokens(~g, layer(act.act(g, h)))
+                    sol = torch.linalg.lstsq(y.reshape(-1, d), target.reshape(-1, d), driver="gelsd").solution
+                    mats.append(sol.T)
+                feat = MatrixAction(G, torch.stack(mats))
+            results.append(recover_attention_action(layer, act, h, feat, tol))
+            h = layer(h)
+            act = TokenAction(G, feat, token_perms=action_in.perms)
+    return results
 
 
 # -- planting -------------------------------------------------------------------------

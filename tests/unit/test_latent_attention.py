@@ -126,3 +126,32 @@ def test_bad_inputs():
         recover_attention_action(MultiHeadAttention(6, 4, 4, 2), act, torch.randn(2, 5, 4))
     with pytest.raises(ValueError, match="multiple"):
         patch_mirror_action((1, 5, 6), 2)
+
+
+def test_two_layer_network_layer_by_layer():
+    from eqlib.actions import permutation
+    from eqlib.latent.attention import recover_attention_network
+    from eqlib.models import Model
+
+    act = patch_mirror_action((1, 2, 4), 2)                       # 2 tokens of dimension 4
+    G = act.group
+    hidden = permutation(G, {G["e"]: [0, 1, 2, 3], G["m"]: [1, 0, 2, 3]})  # an action on V_1 = R^4
+    first = plant_attention_equivariant(act, np.array([[0, 1, 2], [1, 0, 2]]), d_out=4, out_features=hidden,
+                                        d_k=2, d_v=2, seed=0)
+    second = plant_attention_equivariant(TokenAction(G, hidden, token_perms=act.perms), np.array([[0, 1], [1, 0]]),
+                                         d_out=4, out_features=act.feature_action, d_k=2, d_v=2,
+                                         positional=False, seed=1)
+    net = Model([first.layer, second.layer])
+    x = patchify(torch.randn(16, 1, 2, 4), 2)
+    results = recover_attention_network(net, act, x)
+    assert all(r.equivariant for r in results), "\n".join(r.summary() for r in results)
+    assert results[0].head_perm["m"].tolist() == first.head_perm["m"].tolist()
+    assert results[1].head_perm["m"].tolist() == second.head_perm["m"].tolist()
+    # a hidden space with a direction no head writes to: the fit is refused, not made up
+    wide = permutation(G, {G["e"]: list(range(6)), G["m"]: [1, 0, 3, 2, 4, 5]})
+    degenerate = plant_attention_equivariant(act, np.array([[0, 1, 2], [1, 0, 2]]), d_out=6, out_features=wide,
+                                             d_k=2, d_v=2, seed=0)
+    tail = plant_attention_equivariant(TokenAction(G, wide, token_perms=act.perms), np.array([[0], [0]]), d_out=4,
+                                       out_features=act.feature_action, d_k=2, d_v=2, positional=False, seed=1)
+    with pytest.raises(ValueError, match="unused directions"):
+        recover_attention_network(Model([degenerate.layer, tail.layer]), act, x)
