@@ -78,13 +78,14 @@ def same_function(model_a: MLP, model_b: MLP, x: torch.Tensor, labels: tuple[str
     return fig
 
 
-def intertwining(activation: str, k, z: torch.Tensor, title: str | None = None):
+def intertwining(activation: str, k, z: torch.Tensor, title: str | None = None, ax=None):
     """Scatter of σ(k z) against k σ(z), entry by entry: on the diagonal iff k intertwines σ.
 
     Args:
         activation: a name from ``eqlib.models.ACTIVATIONS``.
         k: a :class:`~eqlib.symmetries.SymmetryElement`.
         z: (N, d) points.
+        ax: draw into this matplotlib Axes (default: a new figure).
 
     Chapter: *Parameter symmetries*.
     """
@@ -92,7 +93,10 @@ def intertwining(activation: str, k, z: torch.Tensor, title: str | None = None):
     with torch.no_grad():
         lhs, rhs = sigma(k.act(z)).flatten(), k.act(sigma(z)).flatten()
     err = float((lhs - rhs).abs().max())
-    fig, ax = plt.subplots(figsize=(4.2, 4))
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(4.2, 4))
+    else:
+        fig = ax.figure
     ax.scatter(rhs, lhs, s=5, alpha=0.5)
     lo, hi = float(torch.minimum(lhs.min(), rhs.min())), float(torch.maximum(lhs.max(), rhs.max()))
     ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
