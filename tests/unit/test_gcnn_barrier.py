@@ -1,0 +1,83 @@
+"""The GCNN-barrier pipeline on untrained networks (no data set, no training)."""
+import pytest
+import torch
+
+from eqlib.experiments import gcnn_barrier as gb
+from eqlib.matching import apply_permutation, random_permutations, vgg_permutation_spec
+from eqlib.models.cnn import VGG, MirrorGCNN
+
+CFG = [6, "M", 8, "M"]
+
+
+def _warm(net, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    net.train()
+    with torch.no_grad():
+        for _ in range(2):
+            net(torch.randn(16, 3, 32, 32, generator=gen) * 1.5)
+    return net.eval()
+
+
+@pytest.fixture(scope="module")
+def data():
+    gen = torch.Generator().manual_seed(0)
+    match = torch.randint(0, 256, (24, 3, 32, 32), generator=gen, dtype=torch.uint8)
+    test = torch.randint(0, 256, (60, 3, 32, 32), generator=gen, dtype=torch.uint8)
+    labels = torch.randint(0, 10, (60,), generator=gen)
+    return gb.MergeData.from_images(match, test, labels)
+
+
+def test_merge_data_is_mirror_closed(data):
+    n = len(data.match) // 2
+    torch.testing.assert_close(data.match[n:], data.match[:n].flip(-1))
+
+
+def test_gcnn_has_zero_barrier_and_involutive_matches(data):
+    gcnn = _warm(MirrorGCNN(CFG, seed=1))
+    r = gb.gcnn_barrier(gcnn, data, alphas=(0.0, 0.5, 1.0))
+    assert r["involution_distance_mean"] == 0.0
+    for pi, p in zip(gcnn.involutions, r["perms"].values()):
+        assert p == pi.tolist()
+    assert r["barrier"] == pytest.approx(0.0, abs=1e-9)
+    assert r["invariance_a"] < 1e-5 and r["invariance_mid_reset"] < 1e-5
+    assert len(r["curve_reset"]) == 3
+
+
+def test_self_flip_midpoint_is_invariant_when_matches_are_involutions(data):
+    net = _warm(VGG(CFG, seed=2))
+    r = gb.gcnn_barrier(net, data)
+    assert r["invariance_a"] > 1e-2  # the network itself is not invariant
+    assert r["acc_b"] == pytest.approx(100 * float(
+        (net(gb.prepare_images(data.test_images).flip(-1)).argmax(1) == data.test_labels).float().mean()))
+    if r["involution_distance_mean"] == 0.0:
+        assert r["invariance_mid"] < 1e-4 and r["invariance_mid_reset"] < 1e-4 and r["invariance_mid_repair"] < 1e-4
+    for key in ("barrier", "barrier_reset", "barrier_repair"):
+        assert r[key] == pytest.approx(r["endpoint_mean"] - r[key.replace("barrier", "acc_mid")])
+
+
+def test_merging_a_network_with_a_permuted_copy_has_no_barrier(data):
+    net = _warm(VGG(CFG, seed=3))
+    other = apply_permutation(net, random_permutations(vgg_permutation_spec(net), seed=4))
+    r = gb.merge_barrier(net, other, data)
+    assert r["acc_a"] == r["acc_b"] == r["acc_mid"]
+    assert r["barrier"] == 0.0
+
+
+def test_summary_orders_and_spreads():
+    sf = [{k: v for k in ("barrier", "barrier_reset", "barrier_repair", "acc_a", "acc_mid_reset",
+                          "involution_distance_mean", "invariance_a", "invariance_mid_reset")} for v in (1.0, 2.0)]
+    tn = [{k: v for k in sf[0]} for v in (3.0, 1.5, 4.0)]
+    s = gb.summarize(sf, tn)
+    assert s["self_flip"]["barrier_reset"]["mean"] == 1.5
+    assert s["self_flip_below_pairs"]["barrier_reset"] == {"all": False, "means": True}
+
+
+def test_variants_and_errors():
+    b = gb.BUDGETS["ci"]
+    assert gb.train_config("invariance", 0, b).penalty == "invariance"
+    assert gb.train_config("mirror", 0, b).augment_mirror and not gb.train_config("plain", 0, b).augment_mirror
+    assert isinstance(gb.build_network("gcnn", 1.0, 0, b), MirrorGCNN)
+    with pytest.raises(ValueError, match="unknown variant"):
+        gb.build_network("resnet", 1.0, 0, b)
+    with pytest.raises(SystemExit):
+        gb.main(["--budget", "huge"])
