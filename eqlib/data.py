@@ -243,8 +243,12 @@ def _peek_archive(path: Path, max_members: int = 64) -> _Source | None:
     return None
 
 
-def _search(root: Path, depth: int = 2) -> list[_Source]:
-    """Every CIFAR-10 source under root (root itself, then 1 and 2 levels down), best first."""
+def _search(root: Path, depth: int = 2, errors: list[CorruptDataError] | None = None) -> list[_Source]:
+    """Every CIFAR-10 source under root (root itself, then 1 and 2 levels down), best first.
+
+    An unreadable archive met while scanning a folder is recorded in ``errors`` (and
+    skipped), so a damaged unrelated file does not hide good data beside it.
+    """
     found: list[_Source] = []
     if root.is_file():
         src = _peek_archive(root) if root.name.endswith(_ARCHIVE_SUFFIXES) else None
@@ -263,11 +267,16 @@ def _search(root: Path, depth: int = 2) -> list[_Source]:
         return []
     for p in children:
         if p.is_file() and p.name.endswith(_ARCHIVE_SUFFIXES):
-            src = _peek_archive(p)
+            try:
+                src = _peek_archive(p)
+            except CorruptDataError as exc:
+                if errors is not None:
+                    errors.append(exc)
+                continue
             if src:
                 found.append(src)
         elif p.is_dir() and depth > 0:
-            found.extend(_search(p, depth - 1))
+            found.extend(_search(p, depth - 1, errors))
     return found
 
 
@@ -286,6 +295,7 @@ def find_cifar10(root: str | os.PathLike | None = None) -> _Source:
 
     Raises:
         DataNotFoundError: listing every place searched and how to get the data.
+        CorruptDataError: if the only candidate found is an unreadable archive.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
@@ -295,7 +305,10 @@ def find_cifar10(root: str | os.PathLike | None = None) -> _Source:
         places, origin = [Path(os.environ["EQLIB_DATA"]).expanduser()], "$EQLIB_DATA"
     else:
         places, origin = _default_places(), "default download folder (EQLIB_DATA is not set)"
-    found = [s for p in places for s in _search(p)]
+    errors: list[CorruptDataError] = []
+    found = [s for p in places for s in _search(p, errors=errors)]
+    if not found and errors:
+        raise errors[0]
     if not found:
         looked = "\n".join(f"  - {p} ({origin}; {'exists' if p.exists() else 'does not exist'}, "
                            f"searched 2 levels down)" for p in places)
@@ -346,13 +359,12 @@ def _decode(items: Sequence[tuple[str, bytes]]) -> np.ndarray:
     for i, (name, data) in enumerate(items):
         try:
             with Image.open(io.BytesIO(data)) as im:
+                if im.size != (32, 32):  # checked before decoding: no large allocations
+                    raise CorruptDataError(f"image {name} is {im.size[0]}x{im.size[1]}; CIFAR-10 images are 32x32")
                 im.load()
-                arr = np.asarray(im.convert("RGB"))
+                out[i] = np.asarray(im.convert("RGB"))
         except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
             raise CorruptDataError(f"could not decode image {name} ({type(exc).__name__}: {exc})") from None
-        if arr.shape != (32, 32, 3):
-            raise CorruptDataError(f"image {name} has shape {arr.shape[:2]}; CIFAR-10 images are 32x32")
-        out[i] = arr
     return out
 
 

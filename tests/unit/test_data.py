@@ -180,6 +180,17 @@ def test_truncated_archive_names_the_file(tmp_path):
     assert str(archive) in str(info.value)
 
 
+def test_damaged_archive_beside_good_data_is_skipped(tmp_path):
+    expected = write_image_folder(tmp_path / "good")
+    (tmp_path / "broken.tar.gz").write_bytes(b"\x1f\x8b\x08 not really gzip")
+    ds = load_cifar10("test", root=tmp_path)
+    assert_close(ds.images, torch.from_numpy(expected["test"]))
+    (tmp_path / "only").mkdir()
+    (tmp_path / "only" / "cifar10.tar.gz").write_bytes(b"\x1f\x8b\x08 not really gzip")
+    with pytest.raises(CorruptDataError, match="cifar10.tar.gz"):
+        load_cifar10("test", root=tmp_path / "only")  # the only candidate: say it is damaged
+
+
 def test_bad_jpeg_names_the_file(tmp_path):
     write_image_folder(tmp_path, per_class=1)
     bad = tmp_path / "test" / "cat" / "9.jpg"
@@ -187,6 +198,15 @@ def test_bad_jpeg_names_the_file(tmp_path):
     with pytest.raises(CorruptDataError, match="could not decode image") as info:
         load_cifar10("test", root=tmp_path)
     assert str(bad) in str(info.value)
+
+
+def test_wrong_image_size_names_the_file(tmp_path):
+    write_image_folder(tmp_path, per_class=1)
+    big = tmp_path / "test" / "dog" / "7.png"
+    Image.new("RGB", (64, 48)).save(big)
+    with pytest.raises(CorruptDataError, match="64x48") as info:
+        load_cifar10("test", root=tmp_path)
+    assert str(big) in str(info.value)
 
 
 def test_unknown_class_folder_is_an_error(tmp_path):
