@@ -210,6 +210,9 @@ def train_networks(s: Settings, train: CIFAR10, test: CIFAR10 | None = None, see
                    names: Sequence[str] | None = None, **config_overrides: Any) -> dict[str, TrainResult]:
     """Train (or load from the cache) the four networks of :data:`NETWORKS`.
 
+    ``config_overrides`` go to :func:`train_config` (TrainConfig fields); architecture
+    changes go through ``s`` (e.g. ``dataclasses.replace(s, first_init_scale=1.0)``).
+
     Returns:
         ``{name: TrainResult}`` (models on the CPU, eval mode).
 
@@ -219,7 +222,7 @@ def train_networks(s: Settings, train: CIFAR10, test: CIFAR10 | None = None, see
     for name in names or NETWORKS:
         act, task = NETWORKS[name]
         cfg = train_config(task, s, seed=seed, **config_overrides)
-        first = config_overrides.get("first_init_scale", s.first_init_scale)
+        first = s.first_init_scale
         build = lambda act=act, task=task: build_mlp(act, task, s.hidden, seed=seed, first_init_scale=first)  # noqa: E731
         eval_data = (test.images, test.labels) if test is not None else None
         out[name] = cached_train(build, cfg, (train.images, train.labels if task == "classify" else None),

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["plot_history", "plot_error_table", "plot_ablation", "plot_emergence"]
+__all__ = ["plot_history", "plot_error_table", "plot_ablation", "plot_emergence", "plot_linear_map"]
 
 
 def plot_history(histories: dict[str, dict], keys: Sequence[str] = ("task_loss", "penalty", "test_accuracy")):
@@ -105,3 +105,32 @@ def plot_emergence(points: Sequence[dict], upto: int | None = None):
             a.set_xticks([]), a.set_yticks([])
         fig.text(0.75, 0.95, f"first filters at epoch {ep[k]}", ha="center", fontsize=9)
     return fig
+
+
+def plot_linear_map(A, title: str = "", max_units: int = 64):
+    """The fitted map A_i (its top-left ``max_units`` block) next to |A_i| sorted by row maximum,
+    which shows how close A_i is to a signed permutation (one ±1 per row).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    import matplotlib.pyplot as plt
+
+    A = A.detach().float().cpu()
+    k = min(max_units, A.shape[0])
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.6))
+    lim = float(A[:k, :k].abs().max()) or 1.0
+    im = axes[0].imshow(A[:k, :k].numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim)
+    axes[0].set_title(f"A (first {k} units)", fontsize=9)
+    fig.colorbar(im, ax=axes[0], fraction=0.046)
+    top = A.abs().max(dim=1).values
+    second = A.abs().topk(2, dim=1).values[:, 1]
+    order = top.argsort(descending=True)
+    axes[1].plot(top[order].numpy(), label="largest |A_jk| in row j")
+    axes[1].plot(second[order].numpy(), label="second largest")
+    axes[1].axhline(1.0, color="gray", ls=":")
+    axes[1].set_xlabel("row (sorted)")
+    axes[1].legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
