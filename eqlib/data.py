@@ -370,7 +370,8 @@ def _decode(items: Sequence[tuple[str, bytes]]) -> np.ndarray:
 
 def _decode_all(items: list[tuple[str, bytes]], workers: int | None) -> np.ndarray:
     if workers is None:
-        workers = min(4, os.cpu_count() or 1)
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        workers = min(4, cpus)
     if workers <= 1 or len(items) < _PARALLEL_MIN:
         return _decode(items)
     import concurrent.futures as cf

@@ -125,6 +125,6 @@ def layer_errors(errors: Mapping[str, Sequence[float]], ax: plt.Axes | None = No
     if log:
         ax.set_yscale("log")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
