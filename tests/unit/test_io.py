@@ -1,0 +1,101 @@
+"""eqlib.io: cache folder, configuration hashes, atomic writes, safe checkpoint loading."""
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from eqlib import io as eio
+from eqlib.io import CorruptFileError
+
+
+def test_cache_dir_follows_env_and_creates(tmp_path, monkeypatch):
+    monkeypatch.setenv("EQLIB_CACHE", str(tmp_path / "c"))
+    path = eio.cache_dir("data", "x")
+    assert path == tmp_path / "c" / "data" / "x" and path.is_dir()
+
+
+def test_cache_dir_default(tmp_path, monkeypatch):
+    monkeypatch.delenv("EQLIB_CACHE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert eio.cache_dir() == tmp_path / ".cache" / "eqlib"
+
+
+def test_config_hash_is_stable_and_order_free():
+    a = eio.config_hash({"lr": 0.1, "widths": [3, 4], "act": "tanh"})
+    b = eio.config_hash({"act": "tanh", "widths": [3, 4], "lr": 0.1})
+    assert a == b and len(a) == 16 and all(c in "0123456789abcdef" for c in a)
+    assert eio.config_hash({"lr": 0.1, "widths": [3, 5], "act": "tanh"}) != a
+    assert len(eio.config_hash({"x": 1}, length=8)) == 8
+
+
+def test_atomic_write_success_and_permissions(tmp_path):
+    path = eio.atomic_write(tmp_path / "sub" / "f.bin", lambda f: f.write(b"hello"))
+    assert path.read_bytes() == b"hello"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert sorted(p.name for p in path.parent.iterdir()) == ["f.bin"]
+
+
+@pytest.mark.parametrize("error", [RuntimeError, KeyboardInterrupt], ids=["exception", "interrupt"])
+def test_atomic_write_failure_keeps_old_content(tmp_path, error):
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"old")
+
+    def write(f):
+        f.write(b"new but half")
+        raise error("stop")
+
+    with pytest.raises(error):
+        eio.atomic_write(path, write)
+    assert path.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.bin"]  # no temporary file left
+
+    with pytest.raises(error):
+        eio.atomic_write(tmp_path / "absent.bin", write)
+    assert not (tmp_path / "absent.bin").exists()
+
+
+def test_save_and_load_torch_roundtrip(tmp_path):
+    obj = {"w": torch.randn(3, 4), "step": 7, "names": ["a", "b"]}
+    eio.save_torch(obj, tmp_path / "ckpt.pt")
+    back = eio.load_torch(tmp_path / "ckpt.pt")
+    assert_close(back["w"], obj["w"])
+    assert back["step"] == 7 and back["names"] == ["a", "b"]
+
+
+def test_load_torch_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        eio.load_torch(tmp_path / "nope.pt")
+
+
+def test_load_torch_truncated_file(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    eio.save_torch({"w": torch.randn(100, 100)}, path)
+    path.write_bytes(path.read_bytes()[:500])
+    with pytest.raises(CorruptFileError, match="delete it to rebuild") as info:
+        eio.load_torch(path)
+    assert str(path) in str(info.value)
+
+
+class _Evil:
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_load_torch_refuses_code(tmp_path):
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.pt"
+    torch.save({"w": _Evil(marker)}, path)
+    with pytest.raises(CorruptFileError, match="could not be loaded safely"):
+        eio.load_torch(path)
+    assert not marker.exists()
+    # the payload is real: the unsafe loader would have run it
+    with open(path, "rb") as f:
+        torch.load(f, weights_only=False)
+    assert marker.exists()
