@@ -53,6 +53,17 @@ __all__ = [
 Tensor = torch.Tensor
 
 
+def _first_non_homomorphism(group: FiniteGroup, perms: np.ndarray):
+    """(a, b) with perms[a·b] ≠ perms[a] ∘ perms[b], or None; vectorized over all pairs."""
+    order = np.arange(group.order)
+    composed = perms[order[:, None, None], perms[None, :, :]]  # [a, b, i] = perms[a][perms[b][i]]
+    ok = np.all(perms[group.table] == composed, axis=-1)
+    if ok.all():
+        return None
+    a, b = np.argwhere(~ok)[0]
+    return group[int(a)], group[int(b)]
+
+
 # -- actions on token sequences -------------------------------------------------------
 class TokenAction(Action):
     """G acting on token sequences (n, d) by ``g·X = Π_g X R_gᵀ``.
@@ -92,11 +103,11 @@ class TokenAction(Action):
         self.dim = self.n_tokens * self.token_dim
         self.shape = (self.n_tokens, self.token_dim)
         # a homomorphism check on the token part (the feature part is an Action already)
-        for a in group:
-            for b in group:
-                if not np.array_equal(perms[(a @ b).index], perms[a.index][perms[b.index]]):
-                    raise ValueError(f"token_perms is not a homomorphism: perm({a.name}·{b.name}) ≠ "
-                                     f"perm({a.name})∘perm({b.name})")
+        bad = _first_non_homomorphism(group, perms)
+        if bad is not None:
+            a, b = bad
+            raise ValueError(f"token_perms is not a homomorphism: perm({a.name}·{b.name}) ≠ "
+                             f"perm({a.name})∘perm({b.name})")
 
     def token_permutation(self, g: GroupElement) -> np.ndarray:
         """π_g as an array: token i moves to position π_g[i]."""
@@ -334,8 +345,7 @@ class AttentionLatentAction:
     def is_homomorphism(self) -> bool:
         """Whether g ↦ τ_g respects products: τ_{ab} = τ_a ∘ τ_b (Remark 4.2 of the paper)."""
         G = self.group
-        return all(np.array_equal(self.head_perm[(a @ b).name], self.head_perm[a.name][self.head_perm[b.name]])
-                   for a in G for b in G)
+        return _first_non_homomorphism(G, np.stack([self.head_perm[g.name] for g in G])) is None
 
     def worst_residual(self) -> float:
         return max(max(float(self.head_residual[g].max()), self.basis_residual[g], self.maps_residual[g],
@@ -573,10 +583,10 @@ def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray |
     H = tau.shape[1]
     if not all(sorted(row) == list(range(H)) for row in tau.tolist()):
         raise ValueError("every row of head_perms must be a permutation of the heads")
-    for a in G:
-        for b in G:
-            if not np.array_equal(tau[(a @ b).index], tau[a.index][tau[b.index]]):
-                raise ValueError(f"head_perms is not a homomorphism: τ({a.name}·{b.name}) ≠ τ({a.name})∘τ({b.name})")
+    bad = _first_non_homomorphism(G, tau)
+    if bad is not None:
+        a, b = bad
+        raise ValueError(f"head_perms is not a homomorphism: τ({a.name}·{b.name}) ≠ τ({a.name})∘τ({b.name})")
     n, d_in = action_in.n_tokens, action_in.token_dim
     d_out = d_in if d_out is None else int(d_out)
     if out_features is None and d_out == d_in and action_in.feature_action is not None:
