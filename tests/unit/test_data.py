@@ -467,3 +467,15 @@ def test_dataset_validates_shapes():
         data.CIFAR10(torch.zeros(2, 3, 32, 32), torch.zeros(2, dtype=torch.long))
     with pytest.raises(ValueError, match="one label per image"):
         data.CIFAR10(torch.zeros(2, 3, 32, 32, dtype=torch.uint8), torch.zeros(3, dtype=torch.long))
+
+
+@pytest.mark.gpu
+def test_transforms_on_cuda(batch):
+    x = batch.cuda()
+    assert_close(data.mirror(x).cpu(), data.mirror(batch))
+    assert_close(data.rotate90(x, 1).cpu(), data.rotate90(batch, 1))
+    assert_close(data.normalize(x).cpu(), data.normalize(batch))
+    out, mask = data.random_mirror(x, 0.5, generator=0, return_mask=True)
+    assert out.device.type == "cuda" and mask.device.type == "cuda"
+    expected = torch.where(mask.cpu()[:, None, None, None], torch.flip(batch, dims=(-1,)), batch)
+    assert_close(out.cpu(), expected)
