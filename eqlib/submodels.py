@@ -146,8 +146,11 @@ class _Structure:
             for i in range(1, self.L + 1):
                 layer = self.model.layers[i - 1]
                 rows = self.layers[i - 1].live_reps() if i < self.L else torch.arange(layer.out_dim)
-                A, v = self.alpha(i - 1)
                 W = layer.weight[rows]
+                if i == 1:  # α_0 = id
+                    out.append((W.clone(), None if layer.bias is None else layer.bias[rows].clone()))
+                    continue
+                A, v = self.alpha(i - 1)
                 b = None if layer.bias is None else layer.bias[rows] + W @ v
                 out.append((W @ A, b))
         return out
@@ -168,8 +171,19 @@ def _clone_groups(rows: Tensor, activation: str, tol: float) -> list[list[tuple[
     scaled = kind in ("scaled_permutation", "nonzero_scaled_permutation")
     signed = kind in ("signed_permutation", "nonzero_scaled_permutation")
     base = r / norms.clamp_min(1e-300)[:, None] if scaled else r
-    close_plus = torch.cdist(base, base, p=float("inf")) <= tol
-    close_minus = torch.cdist(base, -base, p=float("inf")) <= tol if signed else torch.zeros_like(close_plus)
+    def close(a: Tensor, b: Tensor) -> Tensor:
+        # max-abs distance ≤ tol implies Euclidean ≤ tol·√m: a fast (matrix-product) filter,
+        # then the exact max-abs test on the few candidate pairs
+        bound = tol * base.shape[1] ** 0.5 + 1e-9 * (1 + a.norm(dim=1).max().item())
+        cand = torch.nonzero(torch.cdist(a, b, compute_mode="use_mm_for_euclid_dist") <= bound)
+        out = torch.zeros(n, n, dtype=torch.bool)
+        if len(cand):
+            ok = (a[cand[:, 0]] - b[cand[:, 1]]).abs().amax(dim=1) <= tol
+            out[cand[ok, 0], cand[ok, 1]] = True
+        return out
+
+    close_plus = close(base, base)
+    close_minus = close(base, -base) if signed else torch.zeros_like(close_plus)
     nonzero = norms > tol
     assigned = torch.zeros(n, dtype=torch.bool)
     groups = []
