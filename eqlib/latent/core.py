@@ -10,7 +10,7 @@ import torch
 from ..actions import Action, check_equivariance
 from .lstsq import paired_features, fit_linear_action
 from .result import LatentActions, dense_action, homomorphism_error, layer_errors
-from .weights import layer_kind, lift_action, mlp_layers, recover_by_weights
+from .weights import layer_kind, lift_action, maybe_degenerate, mlp_layers, recover_by_weights
 from .activations import recover_by_activations
 
 __all__ = ["latent_actions", "METHODS"]
@@ -26,24 +26,33 @@ def _probes(model, n: int, seed: int) -> Tensor:
     return torch.randn(n, d0, generator=torch.Generator().manual_seed(seed)).to(dev)
 
 
-def _reduce(model, notes: list[str]):
-    """(reduced model, alphas, alpha_stars) or (model, None, None) if nothing to reduce."""
+def _reduce(model, notes: list[str], degenerate: bool):
+    """(reduced model, alphas, alpha_stars, live masks) or (model, None, None, None).
+
+    A cheap prefilter (:func:`~eqlib.latent.weights.maybe_degenerate`: zero rows or
+    columns, nearly parallel rows) skips :func:`eqlib.submodels.reduce` when it would
+    find nothing.
+    """
+    if not degenerate:
+        return model, None, None, None
     try:
         from ..submodels import reduce
     except ImportError:  # pragma: no cover - the submodels module is part of eqlib
         notes.append("eqlib.submodels is not available: the network was not reduced")
-        return model, None, None
+        return model, None, None, None
     red = reduce(model)
     reduced = red.model
     if list(reduced.dims) == list(model.dims):
-        return model, None, None
+        return model, None, None, None
     notes.append(f"reduced the network from widths {model.dims} to {reduced.dims} (dead/cloned units); "
                  "actions lifted by k = α k̃ α* + (I − α α*)")
-    return reduced, red.alpha, red.alpha_star
+    if any(not bool(m.all()) for m in red.live):
+        notes.append("dead neurons (never read by the next layer) are left out of the layer errors")
+    return reduced, red.alpha, red.alpha_star, red.live
 
 
 def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weights", x: Tensor | None = None,
-                   tol: float | None = None, reduce: bool = True, num_probes: int = 512, seed: int = 0,
+                   tol: float | None = None, reduce: bool = True, num_probes: int = 256, seed: int = 0,
                    samples: int | Tensor = 100_000, fit_fraction: float = 0.5, ridge: float = 0.0,
                    solver: str | None = None, noise_scale: float = 1.0) -> LatentActions:
     """Recover the latent actions k_i(g) of an equivariant MLP and diagnose them.
@@ -107,8 +116,10 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
     in_group = [0.0] * (L - 1)
 
     if method == "weights":
-        target, alphas, alpha_stars = _reduce(model, notes) if reduce else (model, None, None)
-        actions, residuals, ambiguous = recover_by_weights(target, rho_in, rho_out, tol)
+        degenerate = maybe_degenerate(model)
+        target, alphas, alpha_stars, live = (_reduce(model, notes, degenerate) if reduce
+                                             else (model, None, None, None))
+        actions, residuals, ambiguous = recover_by_weights(target, rho_in, rho_out, tol, check_clones=degenerate)
         for i, n in enumerate(ambiguous, start=1):
             if n:
                 notes.append(f"layer {i}: {n} units have parallel rows [w | b] (clones) or are zero: "
@@ -149,7 +160,7 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
         notes.append("lstsq actions are unconstrained linear maps; 'distance to K_i' is the relative Frobenius "
                      "distance to the nearest element of the layer's symmetry group")
 
-    errs = layer_errors(model, rho_in, rho_out, actions, x)
+    errs = layer_errors(model, rho_in, rho_out, actions, x, live=live if method == "weights" else None)
     if method != "weights":
         last = float(errs[-1].max())
         match.append(last)

@@ -99,7 +99,8 @@ def homomorphism_error(action: Action, num_probes: int = 4, seed: int = 0) -> fl
     return err
 
 
-def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x: Tensor) -> np.ndarray:
+def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x: Tensor,
+                 live: list[Tensor] | None = None) -> np.ndarray:
     """Relative equivariance error of every layer under given latent actions.
 
     Entry [i-1, g] is ``‖f_i(k_{i-1}(g) y) − k_i(g) f_i(y)‖ / ‖f_i(y)‖`` over the batch
@@ -110,6 +111,8 @@ def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x
         rho_in, rho_out: the actions on V_0 and V_L.
         hidden: L − 1 actions on V_1 … V_{L-1}.
         x: (N, d_0) probe inputs.
+        live: optional bool masks per latent space 0..L; only live coordinates of V_i
+            are compared (dead neurons are never read by the next layer).
 
     Returns:
         (L, |G|) array.
@@ -123,9 +126,11 @@ def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x
         y = x.reshape(x.shape[0], -1)
         for i, layer in enumerate(model.layers):
             fy = layer(y)
-            scale = fy.norm().clamp_min(1e-12)
+            m = live[i + 1].to(fy.device) if live is not None else slice(None)
+            scale = fy[:, m].norm().clamp_min(1e-12)
             for g in G:
-                out[i, g.index] = float((layer(ks[i].act(g, y)) - ks[i + 1].act(g, fy)).norm() / scale)
+                diff = layer(ks[i].act(g, y)) - ks[i + 1].act(g, fy)
+                out[i, g.index] = float(diff[:, m].norm() / scale)
             y = fy
     return out
 

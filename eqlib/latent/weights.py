@@ -43,7 +43,7 @@ from ..models.mlp import Dense
 from .result import MonomialAction, dense_action
 from .units import match_units
 
-__all__ = ["mlp_layers", "layer_kind", "recover_by_weights", "right_multiply", "left_multiply", "monomial_of"]
+__all__ = ["maybe_degenerate", "lift_action", "mlp_layers", "layer_kind", "recover_by_weights", "right_multiply", "left_multiply", "monomial_of"]
 
 Tensor = torch.Tensor
 
@@ -126,17 +126,37 @@ def _clone_ambiguity(B: Tensor, signed: bool, tol: float) -> int:
     return int(((C >= 1 - tol).any(dim=1) | zero).sum())
 
 
+def maybe_degenerate(model, cos_tol: float = 1e-4, zero_tol: float = 1e-6) -> bool:
+    """Cheap prefilter for :func:`eqlib.submodels.reduce`: could some hidden unit be
+    dead (zero outgoing column), constant (zero incoming row) or a clone (row [w | b]
+    parallel to another's, |cosine| ≥ 1 − cos_tol)? False means reduce finds nothing.
+    """
+    layers = mlp_layers(model)
+    with torch.no_grad():
+        for i in range(len(layers) - 1):
+            W = layers[i].weight
+            if bool((W.abs().amax(dim=1) <= zero_tol).any()):
+                return True
+            if bool((layers[i + 1].weight.abs().amax(dim=0) <= zero_tol).any()):
+                return True
+            if _clone_ambiguity(_with_bias(layers[i], W), True, cos_tol):
+                return True
+    return False
+
+
 def _rel(a: Tensor, b: Tensor) -> float:
     return float((a - b).norm() / a.norm().clamp_min(1e-12))
 
 
-def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4):
+def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4, check_clones: bool = True):
     """Recover k_i(g) for every hidden layer and every g from the weights (no reduction).
 
     Args:
         model: MLP of depth L (Dense layers; hidden activations not ``"identity"``).
         rho_in, rho_out: actions on V_0 and V_L.
         tol: relative tolerance of the weight relations.
+        check_clones: count units with parallel rows (skip when
+            :func:`maybe_degenerate` already said there are none).
 
     Returns:
         (actions, residuals, ambiguous): one :class:`MonomialAction` per hidden layer;
@@ -151,7 +171,7 @@ def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4
     flags = [_MATCH_FLAGS[k] for k in kinds]
     with torch.no_grad():
         Bs = [_with_bias(l, l.weight.detach()) for l in layers]
-        ambiguous = [_clone_ambiguity(Bs[i], flags[i][0], tol) for i in range(L - 1)]
+        ambiguous = [_clone_ambiguity(Bs[i], flags[i][0], tol) if check_clones else 0 for i in range(L - 1)]
         perms = [torch.empty(G.order, l.out_dim, dtype=torch.long, device=l.weight.device) for l in layers[:-1]]
         scales = [torch.empty(G.order, l.out_dim, dtype=l.weight.dtype, device=l.weight.device) for l in layers[:-1]]
         residuals = np.zeros(L)
