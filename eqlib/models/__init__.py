@@ -5,7 +5,9 @@ Chapter: *Models, latent spaces and submodels* (book/part1/03_models_and_submode
 from .attention import AttentionNetwork, MultiHeadAttention
 from .base import Layer, Model
 from .cnn import VGG, VGG_CONFIGS, MirrorGCNN
+from .sets import DeepSetsLayer, GraphLayer, ResidualBlock
 from .mlp import ACTIVATIONS, ODD_ACTIVATIONS, MLP, Dense
 
 __all__ = ["Layer", "Model", "Dense", "MLP", "ACTIVATIONS", "ODD_ACTIVATIONS",
-           "MultiHeadAttention", "AttentionNetwork", "VGG", "VGG_CONFIGS", "MirrorGCNN"]
+           "MultiHeadAttention", "AttentionNetwork", "VGG", "VGG_CONFIGS", "MirrorGCNN",
+           "DeepSetsLayer", "GraphLayer", "ResidualBlock"]
