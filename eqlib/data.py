@@ -501,25 +501,28 @@ def _fingerprint(src: _Source, split: str) -> tuple[str, str]:
     """(hash of the source's path, hash of its path + sizes + mtimes): a changed source
     gets a new key."""
     path = src.path.resolve()
-    state = [_CACHE_VERSION, str(path), src.kind, src.prefix, split]
+    where = hashlib.sha256(repr([str(path), src.prefix]).encode()).hexdigest()[:16]
+    state = hashlib.sha256(repr([_CACHE_VERSION, str(path), src.kind, src.prefix, split]).encode())
     if src.path.is_file():
         st = src.path.stat()
-        state += [st.st_size, st.st_mtime_ns]
+        state.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
     elif src.kind == "batches-dir":
         for name in _BATCHES[split] + ["batches.meta"]:
             p = src.path / name
             if p.exists():
                 st = p.stat()
-                state += [name, st.st_size, st.st_mtime_ns]
-    else:  # image folder: every file of the split
+                state.update(f"{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    else:  # image folder: every file of the split (one stat each)
         for cls_dir in sorted((src.path / split).iterdir()):
             if cls_dir.is_dir():
                 with os.scandir(cls_dir) as it:
-                    for e in sorted(it, key=lambda e: e.name):
+                    rows = []
+                    for e in it:
                         st = e.stat()
-                        state += [cls_dir.name, e.name, st.st_size, st.st_mtime_ns]
-    h = lambda obj: hashlib.sha256(repr(obj).encode()).hexdigest()[:16]  # noqa: E731
-    return h([str(path), src.prefix]), h(state)
+                        rows.append(f"{e.name}:{st.st_size}:{st.st_mtime_ns}")
+                rows.sort()
+                state.update((cls_dir.name + "\n" + "\n".join(rows) + "\n").encode())
+    return where, state.hexdigest()[:16]
 
 
 def _cache_path(src: _Source, split: str) -> Path:
