@@ -231,8 +231,8 @@ def find_inactive(model: MLP, tol: float = 1e-6) -> list[dict[str, Tensor]]:
 
     Returns:
         For hidden layers 1..L−1, a dict with ``"dead"`` (LongTensor of neurons whose
-        outgoing column is zero: max |W_{i+1}[:, j]| ≤ tol) and ``"constant"`` (neurons
-        whose incoming row is zero, max |W_i[j, :]| ≤ tol, and that are not dead: they
+        outgoing column is zero: max-abs of W_{i+1}[:, j] ≤ tol) and ``"constant"`` (neurons
+        whose incoming row is zero, max-abs of W_i[j, :] ≤ tol, and that are not dead: they
         output σ(b_j), which the next bias can absorb).
 
     Raises:

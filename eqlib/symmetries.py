@@ -232,7 +232,7 @@ class SymmetryGroup:
 
         Exact: ‖M − P D‖² = ‖M‖² − Σ_i (2 s_i M[i, p_i] − s_i²) is minimised over the
         permutation by ``linear_sum_assignment`` on the per-entry gain (M for
-        permutations, |M| for signed, max(M, 0)² for positive and M² for nonzero
+        permutations, abs(M) for signed, max(M, 0)² for positive and M² for nonzero
         scalings), then over the scales entrywise. For positive scalings a nonpositive
         matched entry gets scale 1e-12 (the infimum is then not attained).
 
@@ -299,7 +299,7 @@ def layer_symmetry_groups(model: MLP) -> list[SymmetryGroup]:
 
 
 def intertwining_error(activation: str, k: SymmetryElement, z: Tensor) -> float:
-    """max |σ(k z) − k σ(z)| over a batch z of shape (..., d), relative to max |σ(z)|.
+    """max-abs of σ(k z) − k σ(z) over a batch z of shape (..., d), relative to max-abs of σ(z).
 
     Chapter: *Parameter symmetries*.
     """
