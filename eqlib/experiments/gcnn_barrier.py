@@ -78,13 +78,13 @@ class BarrierBudget:
     """
 
     config: tuple = (8, "M", 16, "M", 32, "M", 64, "M")
-    widths: tuple[float, ...] = (1.0, 2.0)
+    widths: tuple[float, ...] = (1.0, 0.5)
     variants: tuple[str, ...] = VARIANTS
     extra_variants: tuple[str, ...] = ("plain", "invariance")
     networks: int = 3
-    n_train: int = 5000
-    n_match: int = 500
-    n_test: int = 2000
+    n_train: int = 4000
+    n_match: int = 250
+    n_test: int = 1000
     epochs: int = 4
     batch_size: int = 128
     lr: float = 2e-3
@@ -92,7 +92,7 @@ class BarrierBudget:
     momentum: float = 0.9
     weight_decay: float = 0.0
     schedule: str = "constant"
-    penalty_weight: float = 1.0
+    penalty_weight: float = 10.0
     penalty_start: float = 0.5
     fixed_fraction: float = 0.25
     alphas: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -103,9 +103,9 @@ class BarrierBudget:
 BUDGETS: dict[str, BarrierBudget] = {
     "ci": BarrierBudget(),
     "full": BarrierBudget(config=(64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
-                          widths=(0.5, 1.0), extra_variants=VARIANTS, networks=4, n_train=50000, n_match=5000,
+                          widths=(1.0, 0.5), extra_variants=VARIANTS, networks=4, n_train=50000, n_match=5000,
                           n_test=10000, epochs=30, batch_size=500, lr=0.08, optimizer="sgd", momentum=0.9,
-                          weight_decay=5e-4, schedule="warmup_linear", penalty_weight=1.0,
+                          weight_decay=5e-4, schedule="warmup_linear", penalty_weight=10.0,
                           alphas=tuple(np.round(np.linspace(0, 1, 11), 2).tolist())),
 }
 
@@ -207,7 +207,7 @@ def _acc(model: nn.Module, data: MergeData) -> float:
     return 100.0 * evaluate_accuracy(model, data.test_images, data.test_labels, batch_size=1000)
 
 
-def _invariance(model: nn.Module, data: MergeData, n: int = 1000) -> float:
+def _invariance(model: nn.Module, data: MergeData, n: int = 250) -> float:
     dev = next(model.parameters()).device
     x = prepare_images(data.test_images[:n]).to(dev)
     return mirror_invariance_error(model, x)
@@ -337,7 +337,8 @@ def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_
         device: training and evaluation device.
         data_root: CIFAR-10 location (default ``$EQLIB_DATA``).
         progress: progress bars while training.
-        curves: compute interpolation curves for the first network (self-flip) and first pair.
+        curves: compute interpolation curves for the first network (self-flip) and first pair
+            of every variant at the main width.
         networks, data: reuse :func:`train_networks` / :func:`load_merge_data` outputs.
 
     Returns:
@@ -359,8 +360,9 @@ def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_
     for (variant, w), nets in networks.items():
         nets = [n.to(dev).eval() for n in nets]
         md = MergeData(merge_data.match.to(dev), merge_data.test_images, merge_data.test_labels)
-        selfs = [gcnn_barrier(n, md, b.alphas if (curves and i == 0) else None) for i, n in enumerate(nets)]
-        pairs = [merge_barrier(nets[i], nets[j], md, b.alphas if (curves and (i, j) == (0, 1)) else None)
+        curve = curves and w == b.widths[0]
+        selfs = [gcnn_barrier(n, md, b.alphas if (curve and i == 0) else None) for i, n in enumerate(nets)]
+        pairs = [merge_barrier(nets[i], nets[j], md, b.alphas if (curve and (i, j) == (0, 1)) else None)
                  for i, j in itertools.combinations(range(len(nets)), 2)]
         cells[f"{variant}@{w:g}"] = {"variant": variant, "width": w, "self_flip": selfs, "two_network": pairs,
                                      "summary": summarize(selfs, pairs)}
@@ -387,9 +389,9 @@ def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_
             claims[f"self_flip_below_pairs_all@{key}"] = s["self_flip_below_pairs"]["barrier_reset"]["all"]
     if len(b.widths) > 1:
         for variant in ("plain", "invariance"):
-            lo, hi = mean_of(variant, b.widths[0]), mean_of(variant, b.widths[-1])
+            lo, hi = mean_of(variant, min(b.widths)), mean_of(variant, max(b.widths))
             if lo is not None and hi is not None:
-                claims[f"barrier_shrinks_with_width@{variant}"] = bool(hi < lo)
+                claims[f"barrier_shrinks_with_width@{variant}"] = bool(hi < lo)  # wider network, smaller barrier
     return {"budget": asdict(b), "device": str(dev), "definition": (
         "barrier = mean of the endpoints' test accuracies minus the midpoint's, in percentage points "
         "(our definition)"), "main_width": main_w, "cells": cells, "claims": claims,
