@@ -5,6 +5,7 @@ import hashlib
 import io
 import os
 import pickle
+import struct
 import tarfile
 import warnings
 from pathlib import Path
@@ -256,6 +257,37 @@ def test_safe_unpickle_allows_arrays_and_refuses_other_globals():
         data.safe_unpickle(pickle.dumps(collections.OrderedDict(a=1)))
     with pytest.raises(CorruptDataError, match="not a readable"):
         data.safe_unpickle(b"garbage")
+
+
+class _Py2Pickler(pickle._Pickler):
+    """Writes bytes as Python 2 ``str`` opcodes, as the official (Python 2) batches do."""
+
+    dispatch = pickle._Pickler.dispatch.copy()
+
+    def save_py2_str(self, obj):
+        n = len(obj)
+        if n < 256:
+            self.write(pickle.SHORT_BINSTRING + bytes([n]) + obj)
+        else:
+            self.write(pickle.BINSTRING + struct.pack("<i", n) + obj)
+        self.memoize(obj)
+
+    dispatch[bytes] = save_py2_str
+
+
+def test_python2_style_official_batch(tmp_path):
+    x = fake_images(4, seed=3)
+    buf = io.BytesIO()
+    _Py2Pickler(buf, protocol=2).dump({b"batch_label": b"testing batch 1 of 1", b"labels": [3, 1, 4, 1],
+                                        b"data": x.reshape(4, -1), b"filenames": [b"a.png"] * 4})
+    raw = buf.getvalue().replace(b"numpy._core.multiarray\n", b"numpy.core.multiarray\n")  # numpy 1.x names
+    assert b"numpy.core.multiarray\n_reconstruct" in raw and b"_codecs" not in raw
+    folder = tmp_path / "cifar-10-batches-py"
+    write_batches(folder)
+    (folder / "test_batch").write_bytes(raw)
+    ds = load_cifar10("test", root=tmp_path)
+    assert_close(ds.images, torch.from_numpy(x))
+    assert ds.labels.tolist() == [3, 1, 4, 1]
 
 
 def test_batch_with_wrong_content_is_reported(tmp_path):
