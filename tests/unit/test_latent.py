@@ -1,0 +1,175 @@
+"""eqlib.latent: recovery of latent actions on planted, degenerate, non-equivariant and
+non-identifiable networks; lstsq fits; unit matching."""
+import math
+
+import pytest
+import torch
+
+from eqlib.actions import from_matrices, image_dihedral, mirror, regular, trivial
+from eqlib.groups import cyclic, dihedral, flip
+from eqlib.latent import (fit_linear_action, latent_actions, linear_equivariance_error, match_units,
+                          plant_equivariant, sign_characters)
+from eqlib.models import MLP
+from eqlib.symmetries import symmetry_group
+
+
+def _cases():
+    G2, C4, D4 = flip(), cyclic(4), dihedral(4)
+    return {
+        "mirror-tanh": (G2, mirror((1, 4, 4)), trivial(G2, 3), [16, 20, 14, 3], "tanh"),
+        "mirror-relu-depth4": (G2, mirror((1, 4, 4)), mirror((1, 4, 4)), [16, 24, 18, 12, 16], "relu"),
+        "cyclic-tanh-depth5": (C4, regular(C4), trivial(C4, 2), [4, 16, 12, 16, 8, 2], "tanh"),
+        "dihedral-relu": (D4, image_dihedral((1, 4, 4)), regular(D4), [16, 32, 24, 8], "relu"),
+        "dihedral-gelu-depth2": (D4, image_dihedral((1, 4, 4)), trivial(D4, 3), [16, 40, 3], "gelu"),
+    }
+
+
+@pytest.mark.parametrize("name", list(_cases()))
+def test_weights_recovers_exact_homomorphisms(name):
+    G, rin, rout, widths, act = _cases()[name]
+    net, truth = plant_equivariant(G, rin, rout, widths, act, seed=3)
+    res = latent_actions(net, rin, rout, method="weights")
+    assert res.equivariant and res.identifiable, res.summary()
+    assert res.ok, res.summary()
+    assert res.layer_errors.max() < 1e-5, res.summary()
+    assert max(res.homomorphism_errors) < 1e-5
+    for i, a in enumerate(res.actions, start=1):  # every k_i(g) lies in K_i
+        K = symmetry_group(act, widths[i])
+        assert all(K.contains(a.matrix(g), tol=1e-4) for g in G)
+        # the recovered action agrees with the planted one up to float rounding
+        for g in G:
+            torch.testing.assert_close(a.matrix(g), truth[i - 1].matrix(g), atol=1e-4, rtol=1e-4)
+
+
+def test_weights_big_mirror_network():
+    G = flip()
+    rin, rout = mirror((3, 16, 16)), trivial(G, 10)
+    net, _ = plant_equivariant(G, rin, rout, [768, 1024, 1024, 10], "tanh", seed=0)
+    res = latent_actions(net, rin, rout)
+    assert res.ok and res.layer_errors.max() < 1e-5, res.summary()
+
+
+def test_three_methods_agree_on_planted_tanh():
+    G = flip()
+    rin, rout = mirror((1, 4, 4)), trivial(G, 3)
+    net, _ = plant_equivariant(G, rin, rout, [16, 12, 10, 3], "tanh", seed=1)
+    x = torch.randn(400, 16, generator=torch.Generator().manual_seed(0))
+    w = latent_actions(net, rin, rout, method="weights", x=x)
+    a = latent_actions(net, rin, rout, method="activations", x=x)
+    l = latent_actions(net, rin, rout, method="lstsq", x=x, samples=3000)
+    assert w.ok and a.ok and l.ok, (w.summary(), a.summary(), l.summary())
+    for i in (1, 2):
+        torch.testing.assert_close(a.matrix(i, G["m"]), w.matrix(i, G["m"]))
+        torch.testing.assert_close(l.matrix(i, G["m"]), w.matrix(i, G["m"]), atol=1e-3, rtol=0)
+        assert l.in_group_distance[i - 1] < 1e-3
+
+
+def test_weakly_identifiable_network_is_reduced_and_lifted():
+    from eqlib.submodels import plant_degenerate
+
+    G = flip()
+    rin, rout = mirror((1, 4, 4)), trivial(G, 3)
+    net, _ = plant_equivariant(G, rin, rout, [16, 12, 10, 3], "tanh", seed=2)
+    deg = plant_degenerate(net, n_dead=1, n_constant=1, n_clones=1, n_negated=1, seed=0)
+    deg = deg[0] if isinstance(deg, tuple) else deg
+    res = latent_actions(deg, rin, rout, method="weights")
+    assert any("reduced" in n for n in res.notes), res.summary()
+    assert res.equivariant and res.identifiable, res.summary()
+    assert res.layer_errors.max() < 1e-4 and max(res.homomorphism_errors) < 1e-4, res.summary()
+
+
+def test_non_equivariant_network_is_reported():
+    G = flip()
+    rin, rout = mirror((1, 4, 4)), trivial(G, 3)
+    res = latent_actions(MLP([16, 12, 3], "tanh", seed=0), rin, rout)
+    assert not res.equivariant and res.identifiable is None and not res.ok
+    assert res.equivariance_error > 0.1
+    assert "NOT equivariant" in res.summary()
+
+
+def _bypass_network():
+    """f = identity on R², written as GELU bypass pairs; equivariant for rotations by 60°."""
+    G = cyclic(6)
+    c, s = math.cos(math.pi / 3), math.sin(math.pi / 3)
+    rho = from_matrices(G, {G["r"]: torch.tensor([[c, -s], [s, c]])})
+    net = MLP([2, 4, 2], "gelu")
+    with torch.no_grad():
+        net.layers[0].weight.copy_(torch.cat([torch.eye(2), -torch.eye(2)]))
+        net.layers[0].bias.zero_()
+        net.layers[1].weight.copy_(torch.cat([torch.eye(2), -torch.eye(2)], 1))
+        net.layers[1].bias.zero_()
+    return G, rho, net
+
+
+def test_non_identifiable_bypass_network_is_reported():
+    G, rho, net = _bypass_network()
+    res = latent_actions(net, rho, rho, method="weights")
+    assert res.equivariant and res.identifiable is False and 1 in res.failed_layers, res.summary()
+    fit1 = linear_equivariance_error(net.prefix(1), rho, G["r"], samples=4000)
+    fit2 = linear_equivariance_error(net.prefix(2), rho, G["r"], samples=4000)
+    assert fit1.median_error > 0.05 and fit2.median_error < 1e-4
+
+
+def test_hidden_identity_layer_is_refused():
+    G = flip()
+    with pytest.raises(ValueError, match="GL"):
+        latent_actions(MLP([16, 8, 3], "identity"), mirror((1, 4, 4)), trivial(G, 3))
+
+
+def test_bad_inputs():
+    G = flip()
+    net = MLP([16, 8, 3], "tanh")
+    with pytest.raises(ValueError, match="method"):
+        latent_actions(net, mirror((1, 4, 4)), trivial(G, 3), method="magic")
+    with pytest.raises(ValueError, match="R\\^"):
+        latent_actions(net, mirror((1, 4, 5)), trivial(G, 3))
+    with pytest.raises(ValueError, match="odd"):
+        plant_equivariant(G, mirror((1, 4, 4)), trivial(G, 3), [16, 8, 3], "relu", hidden="signed_permutation")
+
+
+def test_sign_characters():
+    assert len(sign_characters(flip())) == 2
+    assert len(sign_characters(cyclic(3))) == 1
+    assert len(sign_characters(dihedral(4))) == 4
+
+
+def test_fit_linear_action_rank_deficient():
+    gen = torch.Generator().manual_seed(0)
+    X = torch.randn(3000, 40, generator=gen)
+    X[:, :15] = 0  # dead units
+    P = torch.eye(40)[torch.randperm(40, generator=gen)]
+    for solver in ("gelsd", "normal"):
+        fit = fit_linear_action(X, X @ P.T, solver=solver)
+        assert fit.median_error < 1e-5 and fit.n_fit == 1500 and fit.errors.shape == (1500,)
+    noisy = fit_linear_action(X, torch.randn(3000, 40, generator=gen))
+    assert noisy.median_error > 0.5
+    with pytest.raises(ValueError):
+        fit_linear_action(X, X[:, :3])
+    with pytest.raises(ValueError):
+        fit_linear_action(X, X, fit_fraction=0)
+
+
+def test_match_units_sign_and_scale():
+    gen = torch.Generator().manual_seed(0)
+    B = torch.randn(50, 9, generator=gen)
+    p = torch.randperm(50, generator=gen)
+    s = torch.rand(50, generator=gen) + 0.5
+    perm, scales, sim = match_units(B[p] * -1, B, signed=True)
+    assert torch.equal(perm, p) and bool((scales == -1).all()) and float(sim.min()) > 0.999
+    perm, scales, _ = match_units(B[p] * s[:, None], B, signed=False, scaled=True)
+    assert torch.equal(perm, p)
+    torch.testing.assert_close(scales, s)
+    with pytest.raises(ValueError):
+        match_units(B, B[:3])
+
+
+@pytest.mark.parametrize("method", ["null_space", "average"])
+def test_equivariant_weight_both_ways(method):
+    from eqlib.latent import equivariant_weight, hidden_representation
+
+    D4 = dihedral(4)
+    rin, rout = image_dihedral((1, 3, 3)), hidden_representation(D4, 12, signed=True, seed=0)
+    W = equivariant_weight(rin, rout, seed=0, method=method)
+    assert W.norm() > 0.1
+    for g in D4:
+        torch.testing.assert_close(rout.matrix(g) @ W, W @ rin.matrix(g), atol=1e-5, rtol=1e-5)
