@@ -4,6 +4,11 @@ Every widget in the book goes through :func:`interactive_figure`: it draws the
 figure of the default state as a static image (which the static HTML keeps) and,
 when a live kernel is there, adds the ipywidgets controls that redraw it.
 
+Without a kernel, a slider can still step through precomputed frames:
+:func:`~eqlib.widgets.jsplayer.frames_player` embeds them with a few lines
+of JavaScript. The widget JavaScript of the static book is fetched by
+:mod:`eqlib.widgets.assets`.
+
 Chapter: *Groups and actions* (book/part1/02_groups_and_actions), the first widget.
 """
 from __future__ import annotations
@@ -11,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["interactive_figure"]
+from .jsplayer import frames_player
+
+__all__ = ["interactive_figure", "frames_player"]
 
 
 def interactive_figure(draw: Callable[..., Any], controls: dict[str, Any], **defaults: Any):
@@ -35,7 +42,14 @@ def interactive_figure(draw: Callable[..., Any], controls: dict[str, Any], **def
     display(fig)  # the static state, kept in the rendered page
     plt.close(fig)
 
+    first_call = [True]
+
     def redraw(**kwargs):
+        # ``interactive`` calls this once at creation with the defaults: that figure is
+        # already shown above, so skip it (the page would show it twice).
+        if first_call[0]:
+            first_call[0] = False
+            return
         f = draw(**kwargs)
         display(f)
         plt.close(f)

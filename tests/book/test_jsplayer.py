@@ -50,3 +50,24 @@ def test_bad_input_is_a_clear_value_error(kwargs, message):
 def test_widget_assets_check_reports_missing(tmp_path):
     problems = check(tmp_path)
     assert problems and "python -m eqlib.widgets.assets" in problems[0]
+
+
+def test_interactive_figure_draws_the_default_once():
+    import ipywidgets as widgets
+
+    from eqlib.widgets import interactive_figure
+
+    calls = []
+
+    def draw(k=1):
+        calls.append(k)
+        fig, ax = plt.subplots(figsize=(1, 1))
+        ax.plot([0, k])
+        return fig
+
+    slider = widgets.IntSlider(min=1, max=3)
+    fig = interactive_figure(draw, {"k": slider}, k=2)
+    assert calls == [2] and slider.value == 2, "the default state is drawn once (the static figure)"
+    slider.value = 3
+    assert calls == [2, 3], "moving the control redraws"
+    plt.close(fig)
