@@ -11,7 +11,7 @@ from . import require
 
 __all__ = ["check_symmetrized_weight", "check_abs_hidden_action", "ABS_W1", "ABS_W2"]
 
-#: The invariant network f(x) = W_2 ReLU(W_1 x) = |x| of the chapter (x ∈ R, G = {±1}).
+#: The invariant network f(x) = W_2 ReLU(W_1 x) = abs(x) of the chapter (x ∈ R, G = {±1}).
 ABS_W1 = torch.tensor([[1.0], [-1.0], [2.0]])
 ABS_W2 = torch.tensor([[1.0, 1.0, 0.0]])
 
@@ -25,7 +25,7 @@ def _tensor(x, name: str) -> torch.Tensor:
 
 
 def check_symmetrized_weight(W_sym, W, rho: Action) -> str:
-    """ch01-ex1: ``W_sym`` must be the group average (1/|G|) Σ_g ρ(g) W ρ(g)^{-1}.
+    """ch01-ex1: ``W_sym`` must be the group average of ρ(g) W ρ(g)^{-1} over all g in G.
 
     Checks that W_sym commutes with every ρ(g) (so x ↦ W_sym x is equivariant) and that
     it is the average of W over the group (not just any equivariant matrix such as 0).
@@ -49,7 +49,7 @@ def check_symmetrized_weight(W_sym, W, rho: Action) -> str:
 
 
 def check_abs_hidden_action(A) -> str:
-    """ch01-ex2: a 3×3 matrix A acting on the hidden layer of f(x) = |x| such that both
+    """ch01-ex2: a 3×3 matrix A acting on the hidden layer of f(x) = abs(x) such that both
     layers are equivariant for the sign flip: A ReLU(W_1 x) = ReLU(−W_1 x), W_2 A = W_2,
     and A² = I (so g ↦ A is an action of {±1}).
 
