@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .jsplayer import frames_player
+from .jsplayer import frames_player  # noqa: F401  (a shortcut)
 
-__all__ = ["interactive_figure", "frames_player"]
+__all__ = ["interactive_figure"]  # frames_player is documented in eqlib.widgets.jsplayer
 
 
 def interactive_figure(draw: Callable[..., Any], controls: dict[str, Any], **defaults: Any):
