@@ -38,6 +38,13 @@ def test_page(built_book, page):
     assert "Traceback (most recent call last)" not in main, f"{page}: a traceback is shown"
     raw = _RAW_DIRECTIVE.findall(_visible_text(html))
     assert not raw, f"{page}: unrendered directive or role text: {raw[:5]}"
+    has_widgets = "application/vnd.jupyter.widget-view+json" in html
+    loads_widget_js = "widgets/embed-amd.js" in html
+    assert has_widgets == loads_widget_js, (
+        f"{page}: widget views {has_widgets}, widget JavaScript loaded {loads_widget_js} "
+        "(it must load exactly on pages with widgets; is there a _static/ folder adding it everywhere?)")
+    for cdn in ("cdn.jsdelivr.net", "cdnjs.cloudflare.com", "unpkg.com/@jupyter-widgets", "mathjax@"):
+        assert cdn not in html, f"{page}: references the CDN {cdn!r}; the book must render offline"
     if page in chapter_pages():
         n_img = len(re.findall(r"<img\b", main))
         assert n_img > 0, f"{page}: a chapter without a figure (no <img> in the page)"
