@@ -82,10 +82,10 @@ class BarrierBudget:
     variants: tuple[str, ...] = VARIANTS
     extra_variants: tuple[str, ...] = ("plain", "invariance")
     networks: int = 3
-    n_train: int = 4000
+    n_train: int = 2500
     n_match: int = 250
     n_test: int = 1000
-    epochs: int = 4
+    epochs: int = 3
     batch_size: int = 128
     lr: float = 2e-3
     optimizer: str = "adam"
