@@ -6,12 +6,13 @@ ipywidgets control, a frames player); the bad page must fail each check it viola
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from bookfixture import make_fixture_book
-from booktools import BUILD_CMD
+from booktools import BUILD_CMD, REPO
 from pagecheck import CHROMIUM, LocalServer, check_links, check_page, open_browser
 
 pytestmark = pytest.mark.book
@@ -19,9 +20,10 @@ pytestmark = pytest.mark.book
 
 @pytest.fixture(scope="module")
 def fixture_html(tmp_path_factory):
+    fetch = subprocess.run([sys.executable, "-m", "eqlib.widgets.assets", "--if-missing"], cwd=REPO,
+                           capture_output=True, text=True)
+    assert fetch.returncode == 0, f"could not fetch the widget JavaScript (needs npm):\n{fetch.stdout}{fetch.stderr}"
     root = make_fixture_book(tmp_path_factory.mktemp("fixture_book"))
-    if not (root / "book" / "_assets" / "widgets" / "embed-amd.js").is_file():
-        pytest.fail("widget JavaScript missing: run `python -m eqlib.widgets.assets`")
     proc = subprocess.run(BUILD_CMD, cwd=root, capture_output=True, text=True)
     assert proc.returncode == 0, "fixture book build failed:\n" + "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
     return root / "_build" / "html"
