@@ -42,7 +42,7 @@ from torch import nn
 
 from ..budget import budget as select_budget
 from ..device import default_device
-from ..io import atomic_write
+from ..io import atomic_write, cache_dir, config_hash
 from ..matching import (apply_permutation, interpolate, involution_distance, match_activations, repair,
                         reset_bn)
 from ..models.cnn import VGG, MirrorGCNN, flip_filters, mirror_invariance_error
@@ -328,8 +328,22 @@ def summarize(self_flip: Sequence[dict], pairs: Sequence[dict]) -> dict[str, Any
     return out
 
 
+#: bump when the measurements change, so cached results are recomputed
+_RESULTS_VERSION = 1
+
+
+def _fingerprint(networks, data) -> str:
+    nets = {f"{v}@{w:g}": [round(float(sum(t.double().sum() for t in n.state_dict().values() if t.is_floating_point())), 6)
+                           for n in ns] for (v, w), ns in networks.items()}
+    _, md = data
+    return config_hash({"nets": nets, "match": round(float(md.match.double().sum()), 3),
+                        "test": [list(md.test_images.shape), int(md.test_labels.sum()),
+                                 float(md.test_images[:, :, ::4, ::4].double().sum())]})
+
+
 def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_root: str | None = None,
-                   progress: bool = False, curves: bool = True, networks=None, data=None) -> dict[str, Any]:
+                   progress: bool = False, curves: bool = True, networks=None, data=None,
+                   cache: bool = True) -> dict[str, Any]:
     """Train every variant, measure every self-flip and two-network barrier, and summarise.
 
     Args:
@@ -340,6 +354,8 @@ def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_
         curves: compute interpolation curves for the first network (self-flip) and first pair
             of every variant at the main width.
         networks, data: reuse :func:`train_networks` / :func:`load_merge_data` outputs.
+        cache: keep the results as JSON under ``cache_dir("results")``, keyed by the budget,
+            the networks' weights and the data, and reuse them (``from_cache`` is then True).
 
     Returns:
         A JSON-serialisable dict: ``budget``, ``cells`` (one per "variant@width" with the
@@ -356,6 +372,16 @@ def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_
     train_data, merge_data = data
     if networks is None:
         networks = train_networks(b, train_data, device=dev, progress=progress)
+    key = config_hash({"budget": asdict(b), "curves": curves, "version": _RESULTS_VERSION,
+                       "inputs": _fingerprint(networks, data)})
+    path = cache_dir("results") / f"gcnn_barrier-{key}.json"
+    if cache and path.exists():
+        try:
+            results = json.loads(path.read_text())
+            results["from_cache"] = True
+            return results
+        except (json.JSONDecodeError, OSError):
+            path.unlink(missing_ok=True)
     cells = {}
     for (variant, w), nets in networks.items():
         nets = [n.to(dev).eval() for n in nets]
@@ -392,10 +418,14 @@ def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_
             lo, hi = mean_of(variant, min(b.widths)), mean_of(variant, max(b.widths))
             if lo is not None and hi is not None:
                 claims[f"barrier_shrinks_with_width@{variant}"] = bool(hi < lo)  # wider network, smaller barrier
-    return {"budget": asdict(b), "device": str(dev), "definition": (
+    results = {"budget": asdict(b), "device": str(dev), "definition": (
         "barrier = mean of the endpoints' test accuracies minus the midpoint's, in percentage points "
         "(our definition)"), "main_width": main_w, "cells": cells, "claims": claims,
-        "seconds": time.perf_counter() - t0}
+        "seconds": time.perf_counter() - t0, "from_cache": False}
+    if cache:
+        text = json.dumps(results)
+        atomic_write(path, lambda f: f.write(text.encode()))
+    return results
 
 
 def _figures(results: dict[str, Any], networks, out: Path) -> list[str]:
