@@ -41,7 +41,7 @@ Tensor = torch.Tensor
 class Action:
     """A linear action ρ: G → GL(d) of a finite group.
 
-    Subclasses implement :meth:`act`; :meth:`matrix` then follows by acting on the
+    Subclasses implement ``act``; ``matrix`` then follows by acting on the
     identity matrix. ``rho(g)`` is ``rho.matrix(g)``; ``rho1 + rho2`` is the direct sum.
 
     Chapter: *Groups and actions*.
@@ -63,7 +63,7 @@ class Action:
         return self.matrix(g)
 
     def matrices(self) -> Tensor:
-        """All ρ(g), stacked in the group's element order: (|G|, dim, dim)."""
+        """All ρ(g), stacked in the group's element order: (``|G|``, dim, dim)."""
         return torch.stack([self.matrix(g) for g in self.group])
 
     def __add__(self, other: "Action") -> "DirectSum":
@@ -124,8 +124,8 @@ class PermutationAction(Action):
 
     Args:
         group: the group.
-        index: integer array (|G|, dim); row g is the index map p(g).
-        signs: optional ±1 array (|G|, dim); None for plain permutations.
+        index: integer array (``|G|``, dim); row g is the index map p(g).
+        signs: optional ±1 array (``|G|``, dim); None for plain permutations.
         shape: the shape of one vector (default ``(dim,)``), e.g. (C, H, W) for images.
 
     Chapter: *Groups and actions*.
@@ -175,7 +175,7 @@ class PermutationAction(Action):
         shape: tuple[int, ...] | None = None,
     ) -> "PermutationAction":
         """Extend index maps (and signs) given on the generators to the whole group,
-        along the words of :attr:`FiniteGroup.words`; check it is a homomorphism."""
+        along the words of :attr:`~eqlib.groups.FiniteGroup.words`; check it is a homomorphism."""
         dim = len(next(iter(generator_index.values())))
         gen_p = [np.asarray(generator_index[s], dtype=np.int64) for s in group.generators]
         gen_s = [
@@ -340,7 +340,7 @@ def signed_permutation(
 
 
 def regular(group: FiniteGroup) -> PermutationAction:
-    """The regular representation on R^|G|: ρ(g) e_h = e_{gh}.
+    """The regular representation on ``R^|G|``: ρ(g) e_h = e_{gh}.
 
     Chapter: *Groups and actions*.
     """

@@ -207,7 +207,10 @@ def _parse_batch(data: bytes, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 # -- finding the data --------------------------------------------------------------------
 @dataclass(frozen=True)
-class _Source:
+class DataSource:
+    """Where CIFAR-10 was found: its layout (``kind``), the folder or archive, and the
+    folder inside an archive that holds the data."""
+
     kind: str  # "batches-dir" | "batches-tar" | "images-dir" | "images-tar"
     path: Path  # folder or archive
     prefix: str = ""  # inside an archive: the folder holding the data
@@ -224,7 +227,7 @@ def _is_images_dir(d: Path) -> bool:
     return any((d / split / c).is_dir() for split in _SPLITS for c in CLASSES)
 
 
-def _peek_archive(path: Path, max_members: int = 64) -> _Source | None:
+def _peek_archive(path: Path, max_members: int = 64) -> DataSource | None:
     """Look at the first members of an archive to tell which layout it holds."""
     try:
         with tarfile.open(path, "r|*") as tf:
@@ -233,32 +236,32 @@ def _peek_archive(path: Path, max_members: int = 64) -> _Source | None:
                     break
                 parts = m.name.strip("/").split("/")
                 if parts[-1] in ("test_batch", "data_batch_1", "batches.meta"):
-                    return _Source("batches-tar", path, "/".join(parts[:-1]))
+                    return DataSource("batches-tar", path, "/".join(parts[:-1]))
                 for j in range(len(parts) - 1):
                     if parts[j] in _SPLITS and parts[j + 1] in CLASSES:
-                        return _Source("images-tar", path, "/".join(parts[:j]))
+                        return DataSource("images-tar", path, "/".join(parts[:j]))
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         raise CorruptDataError(f"{path} could not be read as a tar archive ({type(exc).__name__}: {exc}); "
                                f"it may be truncated: download it again ({URL})") from None
     return None
 
 
-def _search(root: Path, depth: int = 2, errors: list[CorruptDataError] | None = None) -> list[_Source]:
+def _search(root: Path, depth: int = 2, errors: list[CorruptDataError] | None = None) -> list[DataSource]:
     """Every CIFAR-10 source under root (root itself, then 1 and 2 levels down), best first.
 
     An unreadable archive met while scanning a folder is recorded in ``errors`` (and
     skipped), so a damaged unrelated file does not hide good data beside it.
     """
-    found: list[_Source] = []
+    found: list[DataSource] = []
     if root.is_file():
         src = _peek_archive(root) if root.name.endswith(_ARCHIVE_SUFFIXES) else None
         return [src] if src else []
     if not root.is_dir():
         return []
     if _is_batches_dir(root):
-        found.append(_Source("batches-dir", root))
+        found.append(DataSource("batches-dir", root))
     if _is_images_dir(root):
-        found.append(_Source("images-dir", root))
+        found.append(DataSource("images-dir", root))
     if found:
         return found
     try:
@@ -287,7 +290,7 @@ def _default_places() -> list[Path]:
     return [cache_dir("data", "downloads")]
 
 
-def find_cifar10(root: str | os.PathLike | None = None) -> _Source:
+def find_cifar10(root: str | os.PathLike | None = None) -> "DataSource":
     """Locate CIFAR-10 under ``root`` (or ``$EQLIB_DATA``, or the download folder).
 
     Prefers, in order: the official batches folder, the official archive, an extracted
@@ -324,8 +327,8 @@ def find_cifar10(root: str | os.PathLike | None = None) -> _Source:
 
 # -- downloading -------------------------------------------------------------------------
 def download_cifar10(dest: str | os.PathLike, url: str | None = None, md5: str | None = None) -> Path:
-    """Download the official archive (``url``, default :data:`URL`) into folder ``dest``
-    as ``cifar-10-python.tar.gz`` and check its md5 (default :data:`MD5`).
+    """Download the official archive (``url``, default ``URL``) into folder ``dest``
+    as ``cifar-10-python.tar.gz`` and check its md5 (default ``MD5``).
 
     Only called by ``load_cifar10(download=True)``; never at import or by default.
 
@@ -446,7 +449,7 @@ def _iter_archive(path: Path, wanted):
             f"(official release: {URL}, md5 {MD5})") from None
 
 
-def _read_images_tar(src: _Source, split: str, workers: int | None):
+def _read_images_tar(src: DataSource, split: str, workers: int | None):
     prefix = (src.prefix + "/") if src.prefix else ""
     head = f"{prefix}{split}/"
 
@@ -488,7 +491,7 @@ def _read_batches_dir(root: Path, split: str):
     return _read_batches(blobs, split, str(root))
 
 
-def _read_batches_tar(src: _Source, split: str):
+def _read_batches_tar(src: DataSource, split: str):
     names = set(_BATCHES[split] + ["batches.meta"])
     prefix = (src.prefix + "/") if src.prefix else ""
     blobs = {name[len(prefix):]: data for name, data in
@@ -497,7 +500,7 @@ def _read_batches_tar(src: _Source, split: str):
 
 
 # -- cache -------------------------------------------------------------------------------
-def _fingerprint(src: _Source, split: str) -> tuple[str, str]:
+def _fingerprint(src: DataSource, split: str) -> tuple[str, str]:
     """(hash of the source's path, hash of its path + sizes + mtimes): a changed source
     gets a new key."""
     path = src.path.resolve()
@@ -525,7 +528,7 @@ def _fingerprint(src: _Source, split: str) -> tuple[str, str]:
     return where, state.hexdigest()[:16]
 
 
-def _cache_path(src: _Source, split: str) -> Path:
+def _cache_path(src: DataSource, split: str) -> Path:
     where, state = _fingerprint(src, split)
     return cache_dir("data") / f"cifar10-{split}-{where}-{state}.u8"
 

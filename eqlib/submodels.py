@@ -292,7 +292,7 @@ class Reduction:
     alpha_star: list[Tensor]
     live: list[Tensor]
     kinds: list[list[str]]
-    _structure: _Structure = field(repr=False, default=None)
+    _structure: object = field(repr=False, default=None)  # the private _Structure
 
     def embed(self, i: int, h: Tensor) -> Tensor:
         """α_i(h̃) for h̃ of shape (..., d̃_i)."""
@@ -495,8 +495,9 @@ def plant_degenerate(model: MLP, n_dead: int = 1, n_constant: int = 1, n_clones:
     compensating +u). With ``shuffle`` the neurons of each layer are then permuted.
 
     Raises:
-        TypeError: not an MLP.  ValueError: negated clones for a non-odd activation,
-        constants without biases, negative counts.
+        TypeError: if ``mlp`` is not an MLP.
+        ValueError: for negated clones of a non-odd activation, constant neurons
+            without biases, or negative counts.
 
     Chapter: *Models, latent spaces and submodels* (book/part1/03_models_and_submodels).
     """

@@ -173,7 +173,7 @@ def adjunction_fit(layer: nn.Module, rho_in: Action, g: GroupElement, x: Tensor,
     Args:
         layer: a layer with a ``preactivation(x)`` method linear in its parameters
             (:class:`DeepSetsLayer`, :class:`GraphLayer`, :class:`~eqlib.models.Dense`).
-        rho_in: the action on inputs; g: the element; x: probes (N, *in_shape).
+        rho_in: the action on inputs; g: the element; x: probes (N, ``*in_shape``).
         rho_out: the action on outputs for the generalized adjunction.
 
     Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
