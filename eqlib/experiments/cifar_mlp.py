@@ -135,7 +135,7 @@ class Settings:
 #: ``ci``: minutes on 2 CPU cores; ``full``: all 50,000 images, classifiers above 50 % test accuracy.
 BUDGET_SETTINGS: dict[str, Settings] = {
     "ci": Settings(name="ci", n_train=4_000, n_test=2_000, hidden=(256, 128, 128), epochs=8,
-                   noise_samples=6_000, cov_images=1_000, ablation_n_train=2_000, ablation_epochs=6,
+                   noise_samples=6_000, cov_images=1_000, ablation_n_train=1_500, ablation_epochs=5,
                    attention_epochs=4),
     "full": Settings(name="full", n_train=50_000, n_test=10_000, hidden=(512, 256, 256), epochs=20, batch_size=256,
                      noise_samples=100_000, cov_images=4_000, snapshot_every=2, ablation_n_train=10_000,
@@ -451,7 +451,7 @@ def ablation(s: Settings, train: CIFAR10, test: CIFAR10, variants: dict[str, dic
         bad = set(change) - {f.name for f in dataclasses.fields(Settings)}
         if bad:
             raise ValueError(f"unknown ablation keys {sorted(bad)} in variant {label!r}")
-        sv = dataclasses.replace(s, n_train=len(tr), epochs=s.ablation_epochs * ef,
+        sv = dataclasses.replace(s, n_train=len(tr), epochs=s.ablation_epochs * ef, snapshot_every=0,
                                  hidden=tuple(int(h * wf) for h in s.hidden), **change)
         t0 = time.perf_counter()
         res = train_networks(sv, tr, None, seed=seed, device=device, progress=progress, names=[network])[network]
