@@ -100,6 +100,7 @@ class Settings:
         cov_images: training images whose covariance the ``image_cov`` probes share.
         snapshot_every: epochs between checkpoints kept for :func:`emergence`.
         ablation_n_train, ablation_epochs: the (smaller) scale of :func:`ablation`.
+        ablation_variants: names of :data:`ABLATION_VARIANTS` run by default (None: all).
         attention_epochs, attention_heads, attention_patch: the attention autoencoder.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
@@ -124,6 +125,7 @@ class Settings:
     snapshot_every: int = 1
     ablation_n_train: int = 2_000
     ablation_epochs: int = 6
+    ablation_variants: tuple[str, ...] | None = None
     attention_epochs: int = 4
     attention_heads: int = 4
     attention_patch: int = 4
@@ -136,6 +138,7 @@ class Settings:
 BUDGET_SETTINGS: dict[str, Settings] = {
     "ci": Settings(name="ci", n_train=4_000, n_test=2_000, hidden=(256, 128, 128), epochs=8,
                    noise_samples=6_000, cov_images=1_000, ablation_n_train=1_500, ablation_epochs=5,
+                   ablation_variants=("base", "default first-layer init (×10)", "no weight decay", "no penalty"),
                    attention_epochs=4),
     "full": Settings(name="full", n_train=50_000, n_test=10_000, hidden=(512, 256, 256), epochs=20, batch_size=256,
                      noise_samples=100_000, cov_images=4_000, snapshot_every=2, ablation_n_train=10_000,
@@ -440,7 +443,9 @@ def ablation(s: Settings, train: CIFAR10, test: CIFAR10, variants: dict[str, dic
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    variants = ABLATION_VARIANTS if variants is None else variants
+    if variants is None:
+        names = s.ablation_variants or tuple(ABLATION_VARIANTS)
+        variants = {k: ABLATION_VARIANTS[k] for k in names}
     act, task = NETWORKS[network]
     tr = subset(train, s.ablation_n_train, seed=seed) if s.ablation_n_train < len(train) else train
     n_probe = probe_samples or min(s.noise_samples, 10_000)
