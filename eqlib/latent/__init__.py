@@ -7,25 +7,30 @@
   structure hidden by a random parameter symmetry.
 - :func:`fit_linear_action`, :func:`linear_equivariance_error` measure how linearly
   equivariant features are; :func:`match_units` pairs units up to sign and scale.
+- :mod:`eqlib.latent.attention` recovers head and token permutations of attention
+  networks (:func:`recover_attention_action`).
 
 Chapters: *The main theorem* (book/part2/05_main_theorem), *MLPs: tanh, ReLU, GELU*
-(book/part2/06_mlps).
+(book/part2/06_mlps), *Attention* (book/part2/07_attention).
 """
 from .lstsq import LinearFit, fit_linear_action, linear_equivariance_error, paired_features, relative_errors
 from .units import assign, compose_monomial, match_units, monomial_matrix
-
-__all__ = [
-    "LinearFit", "fit_linear_action", "linear_equivariance_error", "paired_features", "relative_errors",
-    "assign", "compose_monomial", "match_units", "monomial_matrix",
-]
 from .result import LatentActions, MonomialAction, homomorphism_error, layer_errors
 from .weights import lift_action, recover_by_weights
 from .activations import recover_by_activations
 from .plant import equivariant_weight, hidden_representation, plant_equivariant, sign_characters
 from .core import METHODS, latent_actions
+from .attention import (AttentionLatentAction, PlantedAttention, TokenAction, head_products, match_heads,
+                        patch_mirror_action, patchify, plant_attention_equivariant, recover_attention_action,
+                        recover_attention_network, recover_token_permutation, transport_parameters, unpatchify)
 
-__all__ += [
+__all__ = [
+    "LinearFit", "fit_linear_action", "linear_equivariance_error", "paired_features", "relative_errors",
+    "assign", "compose_monomial", "match_units", "monomial_matrix",
     "LatentActions", "MonomialAction", "homomorphism_error", "layer_errors", "lift_action", "recover_by_weights",
     "recover_by_activations", "equivariant_weight", "hidden_representation", "plant_equivariant",
     "sign_characters", "METHODS", "latent_actions",
+    "TokenAction", "patch_mirror_action", "patchify", "unpatchify", "head_products", "transport_parameters",
+    "match_heads", "recover_token_permutation", "AttentionLatentAction", "recover_attention_action",
+    "recover_attention_network", "PlantedAttention", "plant_attention_equivariant",
 ]
