@@ -69,7 +69,8 @@ def check_equivariance_penalty(equivariance_penalty: Callable[[nn.Module, torch.
         for p in conv.parameters():
             p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
     try:
-        got = equivariance_penalty(conv, x)
+        with torch.no_grad():
+            got = equivariance_penalty(conv, x)
     except NotImplementedError:
         raise ExerciseError("equivariance_penalty still raises NotImplementedError: write your answer") from None
     require(isinstance(got, torch.Tensor) and got.numel() == 1, f"return a scalar tensor, got {got!r}")
@@ -82,6 +83,8 @@ def check_equivariance_penalty(equivariance_penalty: Callable[[nn.Module, torch.
     require(abs(ratio - 1) < 1e-4, f"your penalty is {float(got):.6g}, expected {float(want):.6g}: compare "
             "f(mirror(x)) with mirror(f(x)), square, and average over everything")
     sym = nn.Conv2d(3, 3, (3, 1), padding=(1, 0))  # acts on columns only: commutes with the mirror
-    require(float(equivariance_penalty(sym, x)) < 1e-10, "a conv acting within columns commutes with the "
+    with torch.no_grad():
+        sym_penalty = float(equivariance_penalty(sym, x))
+    require(sym_penalty < 1e-10, "a conv acting within columns commutes with the "
             "horizontal mirror, so its penalty must be 0")
     return "Correct: the penalty is a mean, zero for an equivariant map."
