@@ -175,7 +175,7 @@ class PermutationAction(Action):
         shape: tuple[int, ...] | None = None,
     ) -> "PermutationAction":
         """Extend index maps (and signs) given on the generators to the whole group,
-        along the words of :attr:`~eqlib.groups.FiniteGroup.words`; check it is a homomorphism."""
+        along the words of ``FiniteGroup.words``; check it is a homomorphism."""
         dim = len(next(iter(generator_index.values())))
         gen_p = [np.asarray(generator_index[s], dtype=np.int64) for s in group.generators]
         gen_s = [

@@ -40,6 +40,7 @@ __all__ = [
     "URL",
     "MD5",
     "CIFAR10",
+    "DataSource",
     "DataNotFoundError",
     "CorruptDataError",
     "UnsafePickleError",

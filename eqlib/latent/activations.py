@@ -2,7 +2,7 @@
 
 For each hidden layer, the Pearson correlation between unit j of f_{≤i}(g x) and unit c
 of f_{≤i}(x) over a batch (``torch.corrcoef``) is a similarity; the assignment
-(``linear_sum_assignment``, on |correlation| when K_i allows signs) gives the
+(``linear_sum_assignment``, on ``|correlation|`` when K_i allows signs) gives the
 permutation, the sign of the correlation gives the sign (odd activations), and a
 least-squares ratio gives positive scales (ReLU).
 
@@ -32,7 +32,7 @@ def recover_by_activations(model, rho_in: Action, x: Tensor):
         x: (N, d_0) inputs, N > 1 (more samples than units makes the match reliable).
 
     Returns:
-        (actions, residuals): one :class:`MonomialAction` per hidden layer; per hidden
+        (actions, residuals): one :class:`~eqlib.latent.MonomialAction` per hidden layer; per hidden
         layer the max over g of ``‖H_g − H k_iᵀ‖ / ‖H_g‖`` (H = f_{≤i}(x), H_g = f_{≤i}(g x)).
 
     Chapter: *The main theorem* (book/part2/05_main_theorem).

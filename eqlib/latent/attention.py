@@ -75,7 +75,7 @@ class TokenAction(Action):
         feature_action: an :class:`~eqlib.actions.Action` of the same group on R^d
             acting on every token's features, or None for the trivial one.
         token_dim: d, needed when ``feature_action`` is None.
-        token_perms: optional (|G|, n) array overriding ``group.permutations`` (for a
+        token_perms: optional (``|G|``, n) array overriding ``group.permutations`` (for a
             group such as :func:`~eqlib.groups.flip` that acts on tokens through a
             homomorphism into S_n).
 
@@ -559,7 +559,7 @@ def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray |
 
     Args:
         action_in: how G acts on input tokens.
-        head_perms: τ as an array (|G|, H) (row g: head h → τ_g(h)) or {g: τ_g}; must
+        head_perms: τ as an array (``|G|``, H) (row g: head h → τ_g(h)) or {g: τ_g}; must
             be a homomorphism G → S_H.
         d_out: output token dimension (default: the input's, as in an autoencoder).
         out_features: the action on output features (default: the input feature action

@@ -29,7 +29,7 @@ def _probes(model, n: int, seed: int) -> Tensor:
 def _reduce(model, notes: list[str], degenerate: bool):
     """(reduced model, alphas, alpha_stars, live masks) or (model, None, None, None).
 
-    A cheap prefilter (:func:`~eqlib.latent.weights.maybe_degenerate`: zero rows or
+    A cheap prefilter (``maybe_degenerate``: zero rows or
     columns, nearly parallel rows) skips :func:`eqlib.submodels.reduce` when it would
     find nothing.
     """
@@ -74,7 +74,7 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
             :func:`~eqlib.latent.linear_equivariance_error`.
 
     Returns:
-        :class:`LatentActions`: the actions, each layer's equivariance error under them,
+        :class:`~eqlib.latent.LatentActions`: the actions, each layer's equivariance error under them,
         homomorphism errors, ``equivariant`` (end to end), ``identifiable``,
         ``failed_layers`` and a readable ``summary()``. A network that is not
         equivariant gets ``equivariant=False`` (and ``ok`` False) whatever its actions;

@@ -14,8 +14,8 @@ Equivariant weights (ρ_out(g) W = W ρ_in(g) for all g) are drawn in one of two
 - small layers (``d_out·d_in ≤ 256``): a Gaussian combination of a basis of the null
   space of the stacked constraints ``ρ_out(h) ⊗ ρ_in(h⁻¹)ᵀ − I`` over the generators h
   (:func:`scipy.linalg.null_space`, row-major vec: vec(A W B) = (A ⊗ Bᵀ) vec(W));
-- larger layers: the group average W = 1/|G| Σ_g ρ_out(g) W₀ ρ_in(g)⁻¹ of a Gaussian W₀,
-  which costs |G| indexing passes for permutation-like actions (no d² × d² matrix).
+- larger layers: the group average W = 1/``|G|`` Σ_g ρ_out(g) W₀ ρ_in(g)⁻¹ of a Gaussian W₀,
+  which costs ``|G|`` indexing passes for permutation-like actions (no d² × d² matrix).
 
 For orthogonal actions both give an isotropic Gaussian on the space of equivariant maps
 (the average is the orthogonal projection onto it), so the choice changes only the cost.
@@ -44,7 +44,7 @@ NULL_SPACE_MAX = 256
 
 
 def sign_characters(group: FiniteGroup) -> list[np.ndarray]:
-    """All homomorphisms χ: G → {±1}, each as a (|G|,) array (the trivial one first).
+    """All homomorphisms χ: G → {±1}, each as a (``|G|``,) array (the trivial one first).
 
     Chapter: *The main theorem* (book/part2/05_main_theorem).
     """
@@ -149,7 +149,7 @@ def plant_equivariant(group: FiniteGroup, rho_in: Action, rho_out: Action, width
 
     Returns:
         (model, hidden_actions): the MLP and, per hidden layer, the action that makes
-        every layer equivariant (as a :class:`MonomialAction`).
+        every layer equivariant (as a :class:`~eqlib.latent.MonomialAction`).
 
     Raises:
         ValueError: mismatched dimensions, a signed hidden representation with a

@@ -27,8 +27,8 @@ class MonomialAction(Action):
 
     Args:
         group: the group.
-        perm: (|G|, d) long tensor.
-        scales: (|G|, d) tensor.
+        perm: (``|G|``, d) long tensor.
+        scales: (``|G|``, d) tensor.
 
     Chapter: *The main theorem* (book/part2/05_main_theorem).
     """
@@ -115,7 +115,7 @@ def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x
             are compared (dead neurons are never read by the next layer).
 
     Returns:
-        (L, |G|) array.
+        (L, ``|G|``) array.
 
     Chapter: *The main theorem* (book/part2/05_main_theorem).
     """
@@ -145,7 +145,7 @@ class LatentActions:
         actions: one :class:`~eqlib.actions.Action` per hidden layer (index 0 is V_1).
         equivariance_error: relative end-to-end error ``max_g ‖f(ρ_in(g)x) − ρ_out(g)f(x)‖/‖f(x)‖``.
         equivariant: whether that error is within the tolerance.
-        layer_errors: (L, |G|) array, each layer's equivariance error under the actions.
+        layer_errors: (L, ``|G|``) array, each layer's equivariance error under the actions.
         homomorphism_errors: per hidden layer, the error of g ↦ k_i(g) as a homomorphism.
         match_residuals: per layer i = 1..L, the relative residual of the weight relation
             (``"weights"``), of the activation match (``"activations"``) or the median
@@ -229,5 +229,5 @@ class LatentActions:
 
 
 def dense_action(group: FiniteGroup, matrices: Tensor) -> Action:
-    """Wrap stacked (|G|, d, d) matrices as an action (no homomorphism check)."""
+    """Wrap stacked (``|G|``, d, d) matrices as an action (no homomorphism check)."""
     return _DenseAction(group, matrices)

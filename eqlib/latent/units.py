@@ -59,7 +59,7 @@ def match_units(A: Tensor, B: Tensor, signed: bool = True, scaled: bool = False)
     Args:
         A, B: (n, m) tensors (e.g. the rows [W_i k_{i-1} | b_i] and [W_i | b_i], or the
             flattened first-layer filters and their mirror images).
-        signed: allow scale −1 (odd activations such as tanh): match |cosine|.
+        signed: allow scale −1 (odd activations such as tanh): match ``|cosine|``.
         scaled: allow any scale (positive only unless ``signed``), fitted by least
             squares per matched pair; otherwise scales are ±1 (or 1).
 

@@ -129,7 +129,7 @@ def _clone_ambiguity(B: Tensor, signed: bool, tol: float) -> int:
 def maybe_degenerate(model, cos_tol: float = 1e-4, zero_tol: float = 1e-6) -> bool:
     """Cheap prefilter for :func:`eqlib.submodels.reduce`: could some hidden unit be
     dead (zero outgoing column), constant (zero incoming row) or a clone (row [w | b]
-    parallel to another's, |cosine| ≥ 1 − cos_tol)? False means reduce finds nothing.
+    parallel to another's, ``|cosine|`` ≥ 1 − cos_tol)? False means reduce finds nothing.
     """
     layers = mlp_layers(model)
     with torch.no_grad():
@@ -156,10 +156,10 @@ def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4
         rho_in, rho_out: actions on V_0 and V_L.
         tol: relative tolerance of the weight relations.
         check_clones: count units with parallel rows (skip when
-            :func:`maybe_degenerate` already said there are none).
+            ``maybe_degenerate`` already said there are none).
 
     Returns:
-        (actions, residuals, ambiguous): one :class:`MonomialAction` per hidden layer;
+        (actions, residuals, ambiguous): one :class:`~eqlib.latent.MonomialAction` per hidden layer;
         (L,) max-over-g relative residuals of the relations of layers 1..L; per hidden
         layer the number of units whose match is not unique (parallel rows).
 
@@ -204,7 +204,7 @@ def lift_action(action: Action, alpha: Tensor, alpha_star: Tensor) -> Action:
         alpha: (d, d̃) embedding; alpha_star: (d̃, d) with ``alpha_star @ alpha = I``.
 
     Returns:
-        A :class:`MonomialAction` when α is a coordinate inclusion and α* = αᵀ, else a
+        A :class:`~eqlib.latent.MonomialAction` when α is a coordinate inclusion and α* = αᵀ, else a
         dense action.
     """
     d, dt = alpha.shape
