@@ -138,7 +138,7 @@ class Settings:
 BUDGET_SETTINGS: dict[str, Settings] = {
     "ci": Settings(name="ci", n_train=4_000, n_test=2_000, hidden=(256, 128, 128), epochs=8,
                    noise_samples=6_000, cov_images=1_000, ablation_n_train=1_500, ablation_epochs=5,
-                   ablation_variants=("base", "default first-layer init (×10)", "no weight decay", "no penalty"),
+                   ablation_variants=("base", "default first-layer init (×10)", "strong weight decay (0.5)", "no penalty"),
                    attention_epochs=4),
     "full": Settings(name="full", n_train=50_000, n_test=10_000, hidden=(512, 256, 256), epochs=20, batch_size=256,
                      noise_samples=100_000, cov_images=4_000, snapshot_every=2, ablation_n_train=10_000,
@@ -421,6 +421,7 @@ ABLATION_VARIANTS: dict[str, dict[str, Any]] = {
     "base": {},
     "default first-layer init (×10)": {"first_init_scale": 1.0},
     "no weight decay": {"weight_decay": 0.0},
+    "strong weight decay (0.5)": {"weight_decay": 0.5},
     "no penalty": {"penalty_weight": 0.0},
     "abrupt penalty (no ramp)": {"penalty_ramp": 0.0},
     "penalty weight ×10": {"penalty_weight": 10.0},
