@@ -52,7 +52,7 @@ __all__ = ["VARIANTS", "BarrierBudget", "BUDGETS", "MergeData", "load_merge_data
            "train_config", "train_networks", "gcnn_barrier", "merge_barrier", "interpolation_curve",
            "summarize", "run_experiment", "main"]
 
-#: training variants: plain, mirror augmentation, augmentation + invariance loss, mirror-GCNN
+#: The training variants (plain, mirror augmentation, augmentation + invariance loss, mirror-GCNN).
 VARIANTS = ("plain", "mirror", "invariance", "gcnn")
 
 
@@ -152,7 +152,7 @@ def load_merge_data(b: BarrierBudget, root: str | None = None):
 
 
 def build_network(variant: str, width: float, seed: int, b: BarrierBudget) -> VGG:
-    """A fresh network of ``variant`` (a :class:`MirrorGCNN` for ``"gcnn"``, else a BatchNorm VGG).
+    """A fresh network of ``variant`` (a :class:`~eqlib.models.MirrorGCNN` for ``"gcnn"``, else a BatchNorm VGG).
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
@@ -186,7 +186,7 @@ def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = F
 
     Returns:
         ``{(variant, width): [model, ...]}``, models on the CPU in eval mode; GCNNs are
-        converted to plain VGGs (:meth:`MirrorGCNN.to_cnn`) so every tool applies.
+        converted to plain VGGs (:meth:`~eqlib.models.MirrorGCNN.to_cnn`) so every tool applies.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
