@@ -58,7 +58,7 @@ __all__ = [
     "attention_experiment", "run", "main",
 ]
 
-#: the four networks: name → (first activation, task)
+#: The four networks, as name → (first activation, task).
 NETWORKS: dict[str, tuple[str, str]] = {
     "tanh-autoencoder": ("tanh", "autoencode"),
     "gelu-autoencoder": ("gelu", "autoencode"),
@@ -248,9 +248,9 @@ class FilterPairing:
     Attributes:
         perm, signs, similarity: from :func:`eqlib.latent.match_units` of the mirrored
             filters against the filters: mirror(w_j) ≈ signs[j] · w_{perm[j]}, with
-            |cosine| ``similarity[j]``.
-        category: per filter, an index into :data:`CATEGORIES`.
-        threshold: the |cosine| below which a filter counts as unmatched.
+            ``|cosine|`` ``similarity[j]``.
+        category: per filter, an index into ``CATEGORIES``.
+        threshold: the ``|cosine|`` below which a filter counts as unmatched.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
@@ -277,7 +277,7 @@ def filter_pairing(W1: torch.Tensor, axis: str = "horizontal", threshold: float 
     Each filter w_j (a 3×32×32 image) is mirrored and matched (signed, one-to-one,
     :func:`eqlib.latent.match_units`) against all filters. A filter whose mirror image is
     ±itself is (anti)symmetric; one whose mirror image is ±another filter has a
-    (negated) mirrored partner; a best match with |cosine| below ``threshold`` is
+    (negated) mirrored partner; a best match with ``|cosine|`` below ``threshold`` is
     unmatched. A signed-permutation latent action makes every filter matched.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.

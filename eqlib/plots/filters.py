@@ -11,7 +11,7 @@ import torch
 
 __all__ = ["CATEGORY_COLORS", "filter_image", "plot_filters", "plot_filter_partners", "plot_attention_heads"]
 
-#: colour of each category of :data:`eqlib.experiments.cifar_mlp.CATEGORIES`
+#: The colour of each category of ``eqlib.experiments.cifar_mlp.CATEGORIES``.
 CATEGORY_COLORS = ("tab:green", "tab:olive", "tab:blue", "tab:red", "lightgray")
 
 

@@ -108,7 +108,7 @@ def plot_emergence(points: Sequence[dict], upto: int | None = None):
 
 
 def plot_linear_map(A, title: str = "", max_units: int = 64):
-    """The fitted map A_i (its top-left ``max_units`` block) next to |A_i| sorted by row maximum,
+    """The fitted map A_i (its top-left ``max_units`` block) next to ``|A_i|`` sorted by row maximum,
     which shows how close A_i is to a signed permutation (one ±1 per row).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
