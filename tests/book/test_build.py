@@ -39,7 +39,7 @@ def test_page(built_book, page):
     raw = _RAW_DIRECTIVE.findall(_visible_text(html))
     assert not raw, f"{page}: unrendered directive or role text: {raw[:5]}"
     has_widgets = "application/vnd.jupyter.widget-view+json" in html
-    loads_widget_js = "widgets/embed-amd.js" in html
+    loads_widget_js = re.search(r'<script[^>]*\bsrc="[^"]*widgets/embed-amd\.js', html) is not None
     assert has_widgets == loads_widget_js, (
         f"{page}: widget views {has_widgets}, widget JavaScript loaded {loads_widget_js} "
         "(it must load exactly on pages with widgets; is there a _static/ folder adding it everywhere?)")
