@@ -36,7 +36,7 @@ from torch.nn.utils import parametrize
 from .base import Layer, Model
 
 __all__ = ["VGG_CONFIGS", "ConvLayer", "PoolHead", "VGG", "MirrorGCNN", "flip_filters", "channel_involution",
-           "mirror_invariance_error", "conv_layers"]
+           "mirror_invariance_error", "conv_layers", "warm_batchnorm"]
 
 #: named configurations; ``"vgg11"`` is the VGG11 of REPAIR (Jordan et al. 2023), before the width multiplier
 VGG_CONFIGS: dict[str, list] = {
@@ -196,6 +196,25 @@ def flip_filters(model: VGG) -> VGG:
         for layer in conv_layers(plain):
             layer.conv.weight.copy_(layer.conv.weight.flip(-1))
     return plain
+
+
+@torch.no_grad()
+def warm_batchnorm(model: nn.Module, batches: int = 3, batch_size: int = 16, scale: float = 1.5,
+                   shift: float = 0.3, seed: int = 0) -> nn.Module:
+    """Give a fresh network's BatchNorm layers non-trivial running statistics.
+
+    A few train-mode passes on Gaussian noise images ``scale · z + shift``; returns the
+    model in eval mode. For tests and for demonstrating exact identities (flipped
+    filters, permutation invariance) on untrained networks.
+
+    Chapter: *ReLU CNNs and GCNNs* (book/part3/09_relu_cnns_gcnns).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    shape = (batch_size, *(model.shapes[0] if hasattr(model, "shapes") else (3, 32, 32)))
+    model.train()
+    for _ in range(batches):
+        model(torch.randn(*shape, generator=gen) * scale + shift)
+    return model.eval()
 
 
 @torch.no_grad()

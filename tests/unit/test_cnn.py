@@ -2,18 +2,12 @@
 import pytest
 import torch
 
-from eqlib.models.cnn import (VGG, MirrorGCNN, channel_involution, conv_layers, flip_filters,
+from eqlib.models.cnn import (VGG, warm_batchnorm, MirrorGCNN, channel_involution, conv_layers, flip_filters,
                               mirror_invariance_error)
 
 
 def _warm_bn(net, seed=0):
-    """Give BatchNorm non-trivial running statistics (a few train-mode passes)."""
-    gen = torch.Generator().manual_seed(seed)
-    net.train()
-    with torch.no_grad():
-        for _ in range(3):
-            net(torch.randn(8, 3, 32, 32, generator=gen) * 2 + 0.5)
-    return net.eval()
+    return warm_batchnorm(net, batch_size=8, scale=2.0, shift=0.5, seed=seed)
 
 
 @pytest.mark.parametrize("batchnorm", [True, False], ids=["bn", "nobn"])

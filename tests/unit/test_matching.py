@@ -5,19 +5,13 @@ import torch
 from eqlib.matching import (apply_permutation, channel_correlations, channel_statistics, interpolate,
                             involution_distance, invert_permutation, match_activations, random_permutations,
                             repair, reset_bn, vgg_permutation_spec)
-from eqlib.models.cnn import VGG, MirrorGCNN
+from eqlib.models.cnn import VGG, MirrorGCNN, warm_batchnorm
 
 CFG = [8, "M", 16, "M", 16, "M"]
 
 
 def _net(seed, batchnorm=True):
-    net = VGG(CFG, batchnorm=batchnorm, seed=seed)
-    gen = torch.Generator().manual_seed(seed)
-    net.train()
-    with torch.no_grad():
-        for _ in range(3):
-            net(torch.randn(16, 3, 32, 32, generator=gen) * 1.5 + 0.3)
-    return net.eval()
+    return warm_batchnorm(VGG(CFG, batchnorm=batchnorm, seed=seed), seed=seed)
 
 
 def _images(n=64, seed=5):
