@@ -74,8 +74,9 @@ def check_equivariance_penalty(equivariance_penalty: Callable[[nn.Module, torch.
     except NotImplementedError:
         raise ExerciseError("equivariance_penalty still raises NotImplementedError: write your answer") from None
     require(isinstance(got, torch.Tensor) and got.numel() == 1, f"return a scalar tensor, got {got!r}")
-    want = penalty_term(conv, x, "equivariance")
-    ratio = float(got) / float(want)
+    with torch.no_grad():
+        want = penalty_term(conv, x, "equivariance")
+    ratio = float(got.detach()) / float(want)
     require(abs(ratio - 3072) > 1 or abs(ratio - 1) < 1e-4, "your penalty is 3,072 times too large: a sum over the "
             "3,072 coordinates instead of a mean (THEORY: the sum collapsed the autoencoder)")
     require(abs(ratio - 5) > 1e-3 or abs(ratio - 1) < 1e-4, "your penalty is 5 times too large: it sums over the "
