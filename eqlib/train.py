@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .data import CIFAR10_MEAN, CIFAR10_STD, normalize
+from .data import CIFAR10_MEAN, CIFAR10_STD, mirror, normalize
 from .device import default_device
 from .io import CorruptFileError, cache_dir, config_hash, load_torch, save_torch
 
@@ -184,19 +184,17 @@ class TrainResult:
 # --------------------------------------------------------------------------- pieces
 
 def mirror_images(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
-    """Mirror a batch of images ``(N, C, H, W)`` (or flattened ``(N, C·H·W)`` with C·H·W = 3·32·32).
+    """:func:`eqlib.data.mirror` that also takes flattened images ``(N, 3·32·32)`` (MLP outputs).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    if axis not in _AXES:
-        raise ValueError(f"axis must be one of {tuple(_AXES)}, got {axis!r}")
     if x.dim() == 2:
         if x.shape[1] != 3 * 32 * 32:
             raise ValueError(f"flattened images must have 3·32·32 = 3072 coordinates, got {x.shape[1]}")
-        return x.view(-1, 3, 32, 32).flip(_AXES[axis]).reshape(x.shape)
+        return mirror(x.view(-1, 3, 32, 32), axis).reshape(x.shape)
     if x.dim() != 4:
         raise ValueError(f"expected images (N, C, H, W) or (N, 3072), got shape {tuple(x.shape)}")
-    return x.flip(_AXES[axis])
+    return mirror(x, axis)
 
 
 def prepare_images(images: torch.Tensor, mean=CIFAR_MEAN, std=CIFAR_STD) -> torch.Tensor:
