@@ -34,7 +34,7 @@ import dataclasses
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ from ..train import TrainConfig, TrainResult, cached_train, mirror_images, prepa
 __all__ = [
     "Settings", "BUDGET_SETTINGS", "settings", "NETWORKS", "PAPER_TABLE", "build_mlp", "train_config",
     "load_data", "train_networks", "FilterPairing", "filter_pairing", "probe_inputs", "equivariance_table",
-    "end_to_end_error", "ablation", "ABLATION_VARIANTS", "emergence", "PatchAttentionAutoencoder",
+    "end_to_end_error", "ablation", "ABLATION_VARIANTS", "parse_setting", "emergence", "PatchAttentionAutoencoder",
     "attention_experiment", "run", "main",
 ]
 
@@ -101,6 +101,7 @@ class Settings:
         snapshot_every: epochs between checkpoints kept for :func:`emergence`.
         ablation_n_train, ablation_epochs: the (smaller) scale of :func:`ablation`.
         ablation_variants: names of :data:`ABLATION_VARIANTS` run by default (None: all).
+        ablation_networks: the networks of :data:`NETWORKS` the ablation retrains.
         attention_epochs, attention_heads, attention_patch: the attention autoencoder.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
@@ -126,6 +127,7 @@ class Settings:
     ablation_n_train: int = 2_000
     ablation_epochs: int = 6
     ablation_variants: tuple[str, ...] | None = None
+    ablation_networks: tuple[str, ...] = ("tanh-autoencoder",)
     attention_epochs: int = 4
     attention_heads: int = 4
     attention_patch: int = 4
@@ -142,17 +144,53 @@ BUDGET_SETTINGS: dict[str, Settings] = {
                    attention_epochs=4),
     "full": Settings(name="full", n_train=50_000, n_test=10_000, hidden=(512, 256, 256), epochs=20, batch_size=256,
                      noise_samples=100_000, cov_images=4_000, snapshot_every=2, ablation_n_train=10_000,
-                     ablation_epochs=10, attention_epochs=10),
+                     ablation_epochs=10, attention_epochs=10,
+                     ablation_variants=("base", "default first-layer init (×10)", "no weight decay",
+                                        "strong weight decay (0.5)", "no penalty", "abrupt penalty (no ramp)",
+                                        "penalty weight ×10", "2× epochs", "2× width")),
 }
 
 
 def settings(budget: str | None = None, **overrides: Any) -> Settings:
     """The :class:`Settings` of ``budget`` (default ``$EQLIB_BUDGET``, else ``"full"``), with overrides.
 
+    Raises:
+        ValueError: for an override that is not a :class:`Settings` field.
+
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     s = BUDGET_SETTINGS[_budget(budget)]
+    unknown = set(overrides) - {f.name for f in dataclasses.fields(Settings)}
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)}; fields are {[f.name for f in dataclasses.fields(Settings)]}")
     return dataclasses.replace(s, **overrides) if overrides else s
+
+
+def parse_setting(assignment: str, base: Settings | None = None) -> tuple[str, Any]:
+    """``"key=value"`` → ``(key, value)`` typed like the field in ``base`` (default the ``ci`` settings):
+    numbers, ``true``/``false``, and comma-separated tuples (``hidden=1024,512,512``,
+    ``ablation_networks=tanh-autoencoder,tanh-classifier``).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    key, sep, text = assignment.partition("=")
+    key, text = key.strip(), text.strip()
+    base = base or BUDGET_SETTINGS["ci"]
+    if not sep or not hasattr(base, key) or key == "name":
+        raise ValueError(f"expected KEY=VALUE with KEY a setting, got {assignment!r}; "
+                         f"settings are {[f.name for f in dataclasses.fields(Settings)][1:]}")
+    current = getattr(base, key)
+    try:
+        if isinstance(current, bool):
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(text)
+            return key, text.lower() in ("true", "1")
+        if isinstance(current, tuple) or current is None:
+            kind = type(current[0]) if current else str
+            return key, tuple(kind(v.strip()) for v in text.split(",") if v.strip())
+        return key, type(current)(text)
+    except ValueError:
+        raise ValueError(f"cannot read {text!r} as the {type(current).__name__} setting {key!r}") from None
 
 
 # --------------------------------------------------------------------------- networks
@@ -427,12 +465,15 @@ ABLATION_VARIANTS: dict[str, dict[str, Any]] = {
     "penalty weight ×10": {"penalty_weight": 10.0},
     "2× epochs": {"epochs_factor": 2},
     "2× width": {"width_factor": 2},
+    "smaller first-layer init (×0.1)": {"first_init_scale": 0.01},
+    "5× epochs": {"epochs_factor": 5},
 }
 
 
 def ablation(s: Settings, train: CIFAR10, test: CIFAR10, variants: dict[str, dict[str, Any]] | None = None,
              network: str = "tanh-autoencoder", seed: int = 0, device: str | torch.device | None = None,
-             progress: bool = True, probe_samples: int | None = None) -> list[dict[str, Any]]:
+             progress: bool = True, probe_samples: int | None = None,
+             on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """What makes the first-layer action emerge: retrain one network with one change at a time.
 
     Runs at the ablation scale (``s.ablation_n_train`` images, ``s.ablation_epochs``
@@ -440,13 +481,19 @@ def ablation(s: Settings, train: CIFAR10, test: CIFAR10, variants: dict[str, dic
     ``width_factor``. For each variant: f_1 errors (horizontal and vertical, isotropic
     noise and test images), f_2∘f_1 horizontal error on noise, the share of matched
     first-layer filters, the end-to-end equivariance error on test images and the final
-    task loss.
+    task loss. ``on_row`` is called with each row as soon as it is done (the command
+    line prints it, so a long run that is stopped keeps what it finished).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     if variants is None:
         names = s.ablation_variants or tuple(ABLATION_VARIANTS)
+        unknown = [k for k in names if k not in ABLATION_VARIANTS]
+        if unknown:
+            raise ValueError(f"unknown ablation variants {unknown}; choose from {list(ABLATION_VARIANTS)}")
         variants = {k: ABLATION_VARIANTS[k] for k in names}
+    if network not in NETWORKS:
+        raise ValueError(f"unknown network {network!r}; choose from {list(NETWORKS)}")
     act, task = NETWORKS[network]
     tr = subset(train, s.ablation_n_train, seed=seed) if s.ablation_n_train < len(train) else train
     n_probe = probe_samples or min(s.noise_samples, 10_000)
@@ -467,7 +514,7 @@ def ablation(s: Settings, train: CIFAR10, test: CIFAR10, variants: dict[str, dic
                                   probes=("noise", "images"), layers=(1, 2), seed=seed, device=device)
         pairing = filter_pairing(model.layers[0].weight)
         rows.append({
-            "variant": label, "changes": {**change, **({"epochs_factor": ef} if ef != 1 else {}),
+            "network": network, "variant": label, "changes": {**change, **({"epochs_factor": ef} if ef != 1 else {}),
                                           **({"width_factor": wf} if wf != 1 else {})},
             "f1_horizontal_noise": table_lookup(errs, network, 1, "horizontal", "noise"),
             "f1_vertical_noise": table_lookup(errs, network, 1, "vertical", "noise"),
@@ -478,6 +525,8 @@ def ablation(s: Settings, train: CIFAR10, test: CIFAR10, variants: dict[str, dic
             "end_to_end": end_to_end_error(model, test.images[:1000], task),
             "task_loss": res.history["task_loss"][-1], "train_seconds": seconds if not res.from_cache else None,
         })
+        if on_row is not None:
+            on_row(rows[-1])
     return rows
 
 
@@ -589,13 +638,18 @@ def _accuracy(result: TrainResult) -> float | None:
 def run(budget: str | None = None, device: str | None = None, out: str | Path | None = None, seed: int = 0,
         root: str | None = None, progress: bool = True, parts: Sequence[str] = ("table", "filters", "ablation",
                                                                                      "emergence", "attention"),
-        ) -> dict[str, Any]:
+        overrides: Mapping[str, Any] | None = None,
+        on_ablation_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run the whole experiment; return every number (and write figures + JSON to ``out``).
+
+    ``overrides`` change :class:`Settings` fields of the budget (recorded in the JSON).
+    Only ``parts`` are run; the four networks are always trained (or loaded from the cache).
 
     Returns:
         JSON-serialisable dict: ``settings``, ``networks`` (test accuracy / loss,
         end-to-end errors, filter counts), ``table``, ``ablation``, ``emergence``,
-        ``attention``, ``seconds``.
+        ``attention``, ``seconds`` and ``part_seconds`` (wall time of each part; the
+        training time is near zero when the networks came from the cache).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
@@ -606,9 +660,15 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
     from ..plots.training import plot_ablation, plot_emergence, plot_error_table
 
     t_start = time.perf_counter()
-    s = settings(budget)
+    unknown_parts = set(parts) - {"table", "filters", "ablation", "emergence", "attention"}
+    if unknown_parts:
+        raise ValueError(f"unknown parts {sorted(unknown_parts)}")
+    s = settings(budget, **dict(overrides or {}))
     tr, te = load_data(s, root, seed=seed)
+    timings = {"data": time.perf_counter() - t_start}
+    t = time.perf_counter()
     results = train_networks(s, tr, te, seed=seed, device=device, progress=progress)
+    timings["train"] = time.perf_counter() - t
     models = {k: r.model for k, r in results.items()}
     summary: dict[str, Any] = {"settings": s.to_dict(), "seed": seed, "device": str(default_device(device)),
                                "networks": {}}
@@ -627,25 +687,38 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
         }
         if "filters" in parts:
             figures[f"filters_{name}"] = plot_filters(r.model.layers[0].weight, pairing, title=name)
+    t = time.perf_counter()
     if "table" in parts:
         summary["table"] = equivariance_table(models, s, tr, te, seed=seed, device=device)
         figures["table"] = plot_error_table(summary["table"])
+        timings["table"] = time.perf_counter() - t
+    t = time.perf_counter()
     if "ablation" in parts:
-        summary["ablation"] = ablation(s, tr, te, seed=seed, device=device, progress=progress)
-        figures["ablation"] = plot_ablation(summary["ablation"])
+        summary["ablation"] = [row for net in s.ablation_networks
+                               for row in ablation(s, tr, te, network=net, seed=seed, device=device,
+                                                   progress=progress, on_row=on_ablation_row)]
+        for net in s.ablation_networks:
+            key = "ablation" if len(s.ablation_networks) == 1 else f"ablation_{net}"
+            figures[key] = plot_ablation([r for r in summary["ablation"] if r["network"] == net])
+        timings["ablation"] = time.perf_counter() - t
+    t = time.perf_counter()
     if "emergence" in parts:
         name = "tanh-autoencoder"
         build = lambda: build_mlp("tanh", "autoencode", s.hidden, seed=seed, first_init_scale=s.first_init_scale)  # noqa: E731
         em = emergence(results[name], build, te)
         summary["emergence"] = [{k: v for k, v in e.items() if k != "weight"} for e in em]
         figures["emergence"] = plot_emergence(em)
+        timings["emergence"] = time.perf_counter() - t
+    t = time.perf_counter()
     if "attention" in parts:
         att = attention_experiment(s, tr, te, seed=seed, device=device, progress=progress)
         summary["attention"] = {k: att[k] for k in ("head_perm", "head_perm_maps", "swapped_heads", "maps_residual",
                                                     "output_residual", "positional_residual", "end_to_end",
                                                     "task_loss")}
         figures["attention"] = plot_attention_heads(att["model"], prepare_images(te.images[:1]), att["head_perm"])
+        timings["attention"] = time.perf_counter() - t
     summary["seconds"] = time.perf_counter() - t_start
+    summary["part_seconds"] = timings
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
@@ -670,11 +743,23 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--data", default=None, help="CIFAR-10 folder or archive (default $EQLIB_DATA)")
     p.add_argument("--parts", default="table,filters,ablation,emergence,attention",
                    help="comma-separated subset of table,filters,ablation,emergence,attention")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a setting of the budget, e.g. --set epochs=40 --set ablation_n_train=50000 "
+                        "--set ablation_networks=tanh-autoencoder,tanh-classifier (repeatable)")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     parts = tuple(x.strip() for x in args.parts.split(",") if x.strip())
-    summary = run(args.budget, args.device, args.out, args.seed, args.data, not args.no_progress, parts)
-    print(json.dumps({k: summary[k] for k in ("networks", "seconds")}, indent=1, default=float))
+    try:
+        overrides = dict(parse_setting(a, BUDGET_SETTINGS[_budget(args.budget)]) for a in args.set)
+    except ValueError as exc:
+        p.error(str(exc))
+
+    def print_row(row: dict[str, Any]) -> None:  # ablation rows as they finish
+        print("ablation:", json.dumps({k: v for k, v in row.items() if k != "changes"}, default=float), flush=True)
+
+    summary = run(args.budget, args.device, args.out, args.seed, args.data, not args.no_progress, parts,
+                  overrides=overrides, on_ablation_row=print_row)
+    print(json.dumps({k: summary[k] for k in ("networks", "seconds", "part_seconds")}, indent=1, default=float))
     print(f"wrote {Path(args.out) / ('cifar_mlp_' + summary['settings']['name'] + '.json')}")
     return summary
 

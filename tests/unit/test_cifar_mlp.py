@@ -131,6 +131,15 @@ def test_training_ablation_emergence_and_attention_on_tiny_data():
     rows = E.ablation(TINY, tr, te, variants={"base": {}, "no penalty": {"penalty_weight": 0.0}}, progress=False,
                       probe_samples=100)
     assert [r["variant"] for r in rows] == ["base", "no penalty"]
+    assert {r["network"] for r in rows} == {"tanh-autoencoder"}
+    seen = []
+    clf = E.ablation(dataclasses.replace(TINY, ablation_variants=("no penalty",)), tr, te, network="gelu-classifier",
+                     progress=False, probe_samples=100, on_row=seen.append)
+    assert seen == clf and clf[0]["network"] == "gelu-classifier"
+    with pytest.raises(ValueError, match="unknown ablation variants"):
+        E.ablation(dataclasses.replace(TINY, ablation_variants=("base", "typo")), tr, te, progress=False)
+    with pytest.raises(ValueError, match="unknown network"):
+        E.ablation(TINY, tr, te, network="relu-classifier", progress=False)
     assert all(0 <= r["matched_filters"] <= 1 and r["f1_horizontal_noise"] >= 0 for r in rows)
     with pytest.raises(ValueError, match="unknown ablation"):
         E.ablation(TINY, tr, te, variants={"x": {"nonsense": 1}}, progress=False)
@@ -151,3 +160,18 @@ def test_settings_and_cli_parser(monkeypatch):
         E.settings("huge")
     with pytest.raises(SystemExit):
         E.main(["--budget", "huge"])
+    with pytest.raises(ValueError, match="unknown settings"):
+        E.settings("ci", epoch=3)
+    # --set KEY=VALUE, typed like the field
+    assert E.parse_setting("epochs=40") == ("epochs", 40)
+    assert E.parse_setting("hidden=1024,512,512") == ("hidden", (1024, 512, 512))
+    assert E.parse_setting("weight_decay=0") == ("weight_decay", 0.0)
+    assert E.parse_setting("augment_mirror=false") == ("augment_mirror", False)
+    assert E.parse_setting("ablation_networks=tanh-autoencoder,gelu-classifier") == (
+        "ablation_networks", ("tanh-autoencoder", "gelu-classifier"))
+    for bad in ("epochs", "epoch=3", "epochs=many", "name=full", "augment_mirror=maybe"):
+        with pytest.raises(ValueError):
+            E.parse_setting(bad)
+    with pytest.raises(SystemExit):
+        E.main(["--budget", "ci", "--set", "epochs=many"])
+    assert set(E.BUDGET_SETTINGS["full"].ablation_variants) <= set(E.ABLATION_VARIANTS)
