@@ -302,6 +302,20 @@ def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimi
     return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
 
 
+#: images normalised per block in the training loop (bounded memory, few large kernels)
+_PREP_IMAGES = 8192
+
+
+def _epoch_means(losses: list[torch.Tensor], corrects: list[torch.Tensor], sizes: list[int]) -> list[float]:
+    """[loss, task loss, penalty, accuracy] averaged over the epoch's images (one device sync)."""
+    k = torch.tensor(sizes, dtype=torch.float32)
+    n = float(k.sum())
+    rows = [torch.cat([v, v.new_zeros(3 - len(v))]) for v in losses]  # batches without a penalty: 0
+    means = (torch.stack(rows).cpu() * k[:, None]).sum(0) / n
+    accuracy = float(torch.stack(corrects).sum().cpu()) / n if corrects else float("nan")
+    return [*means.tolist(), accuracy]
+
+
 def _cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
@@ -387,28 +401,36 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
         bar = tqdm(total=total_steps, initial=start_epoch * steps_per_epoch, desc=f"train {config.task}",
                    unit="step", leave=False)
     model.train()
+    block = max(1, _PREP_IMAGES // bs)  # batches prepared together: a few large kernels instead of many small
     for epoch in range(start_epoch, config.epochs):
         t0 = time.perf_counter()
         perm = torch.randperm(n, generator=gen, device=dev)
         flips = (torch.rand(n, generator=gen, device=dev) < 0.5) if config.augment_mirror else None
-        sums = torch.zeros(4, device=dev)  # loss, task loss, penalty, correct
+        losses: list[torch.Tensor] = []  # per batch: loss, task loss, penalty (0-d, detached)
+        corrects: list[torch.Tensor] = []
+        sizes: list[int] = []
         pw = 0.0
         lr = config.lr
         for b in range(steps_per_epoch):
+            if b % block == 0:  # normalise (and mirror) the next `block` batches in one go
+                idx = perm[b * bs:(b + block) * bs]
+                xs = x_all[idx].float().mul_(mul).sub_(sub)
+                if flips is not None:
+                    xs = torch.where(flips[idx].view(-1, 1, 1, 1), xs.flip(axis), xs)
+                ys = y_all[idx] if y_all is not None else None
+            lo = (b % block) * bs
+            x = xs[lo:lo + bs]
+            y = ys[lo:lo + bs] if ys is not None else None
             step = epoch * steps_per_epoch + b
             frac = step / total_steps
             lr = learning_rate_at(config, frac)
             for group in optimizer.param_groups:
                 group["lr"] = lr
             pw = penalty_weight_at(config, frac)
-            idx = perm[b * bs:(b + 1) * bs]
-            x = x_all[idx].float().mul_(mul).sub_(sub)
-            if flips is not None:
-                x = torch.where(flips[idx].view(-1, 1, 1, 1), x.flip(axis), x)
             out = model(x)
-            task_loss = _task_loss(out, x, y_all[idx] if y_all is not None else None, config.task)
+            task_loss = _task_loss(out, x, y, config.task)
             loss = task_loss
-            pen = torch.zeros((), device=dev)
+            pen = None
             if pw > 0:
                 pen = penalty_term(model, x, config.penalty, config.mirror_axis, out=out)
                 loss = task_loss + pw * pen
@@ -417,18 +439,19 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
             if config.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
             optimizer.step()
-            with torch.no_grad():
-                k = idx.numel()
-                correct = (out.argmax(1) == y_all[idx]).sum() if y_all is not None else torch.zeros((), device=dev)
-                sums += torch.stack([loss.detach() * k, task_loss.detach() * k, pen.detach() * k, correct.float()])
+            losses.append(torch.stack([loss.detach(), task_loss.detach()] + ([pen.detach()] if pen is not None else [])))
+            sizes.append(len(x))
+            if y is not None:
+                with torch.no_grad():
+                    corrects.append((out.argmax(1) == y).sum())
             if bar is not None:
                 bar.update(1)
                 if b % 20 == 0 or b == steps_per_epoch - 1:
                     elapsed = time.perf_counter() - t0
                     bar.set_postfix(epoch=epoch + 1, loss=f"{float(loss):.4f}",
                                     img_s=f"{(b + 1) * bs / max(elapsed, 1e-9):.0f}")
+        s = _epoch_means(losses, corrects, sizes)
         seconds = time.perf_counter() - t0
-        s = (sums / n).tolist()
         if not math.isfinite(s[0]):
             raise FloatingPointError(f"training diverged in epoch {epoch + 1} (loss {s[0]}); lower lr or "
                                      f"penalty_weight, or lengthen penalty_ramp")
