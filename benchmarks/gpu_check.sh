@@ -54,7 +54,7 @@ if [ "$left" -gt 30 ]; then
   explore=$(mktemp -d)
   step "cifar_mlp explore ($left s)" "$out/explore.log" timeout "$left" "$py" -m eqlib.experiments.cifar_mlp \
     --budget "$budget" --device "$device" --parts ablation --out "$explore" --no-progress \
-    --set ablation_n_train=50000 --set "ablation_epochs=${EXPLORE_EPOCHS:-20}" \
+    --set ablation_n_train=50000 --set "ablation_epochs=${EXPLORE_EPOCHS:-15}" \
     --set ablation_networks=tanh-autoencoder,tanh-classifier \
     --set "ablation_variants=base,5× epochs,smaller first-layer init (×0.1),default first-layer init (×10),strong weight decay (0.5),penalty weight ×10,no penalty,2× width"
 else
