@@ -11,7 +11,7 @@
 # Env: DEVICE (default cuda), BUDGET (default full), EQLIB_CACHE (default /tmp/eqlib_cache),
 #      DEADLINE (seconds from the start by which step 4 is stopped; default 420).
 # Runs from the repository root without installing eqlib (PYTHONPATH), so the machine's own
-# torch is used. Writes at most six files into OUT_DIR.
+# torch is used. Writes at most eight files into OUT_DIR.
 set -uo pipefail
 out=${1:?usage: EQLIB_DATA=... bash benchmarks/gpu_check.sh OUT_DIR}
 device=${DEVICE:-cuda}
@@ -57,6 +57,7 @@ if [ "$left" -gt 30 ]; then
     --set ablation_n_train=50000 --set "ablation_epochs=${EXPLORE_EPOCHS:-15}" \
     --set ablation_networks=tanh-autoencoder,tanh-classifier \
     --set "ablation_variants=base,5× epochs,smaller first-layer init (×0.1),default first-layer init (×10),strong weight decay (0.5),penalty weight ×10,no penalty,2× width"
+  for f in "$explore"/*.json; do [ -e "$f" ] && cp "$f" "$out/explore_$(basename "$f")"; done
 else
   echo "== explore skipped: $left s left" | tee -a "$out/summary.log"
 fi
