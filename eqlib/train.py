@@ -306,14 +306,20 @@ def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimi
 _PREP_IMAGES = 8192
 
 
-def _epoch_means(losses: list[torch.Tensor], corrects: list[torch.Tensor], sizes: list[int]) -> list[float]:
-    """[loss, task loss, penalty, accuracy] averaged over the epoch's images (one device sync)."""
-    k = torch.tensor(sizes, dtype=torch.float32)
-    n = float(k.sum())
-    rows = [torch.cat([v, v.new_zeros(3 - len(v))]) for v in losses]  # batches without a penalty: 0
-    means = (torch.stack(rows).cpu() * k[:, None]).sum(0) / n
-    accuracy = float(torch.stack(corrects).sum().cpu()) / n if corrects else float("nan")
-    return [*means.tolist(), accuracy]
+def _epoch_means(task_losses: list[torch.Tensor], penalties: list[torch.Tensor], weights: list[float],
+                 correct: torch.Tensor | None, n: int, batch_size: int) -> list[float]:
+    """[loss, task loss, penalty, accuracy] averaged over the epoch's ``n`` images, from the
+    per-batch values (the penalty is on for the batches with weight > 0); one device sync."""
+    k = torch.full((len(task_losses),), float(batch_size), dtype=torch.float64)
+    k[-1] = n - batch_size * (len(task_losses) - 1)  # the last batch may be smaller
+    task = torch.stack(task_losses).double().cpu()
+    pen = torch.zeros_like(task)
+    on = torch.tensor([w > 0 for w in weights])
+    if penalties:
+        pen[on] = torch.stack(penalties).double().cpu()
+    loss = task + torch.tensor(weights, dtype=torch.float64) * pen
+    means = [float((v * k).sum() / n) for v in (loss, task, pen)]
+    return [*means, float(correct) / n if correct is not None else float("nan")]
 
 
 def _cpu_state(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -406,9 +412,11 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
         t0 = time.perf_counter()
         perm = torch.randperm(n, generator=gen, device=dev)
         flips = (torch.rand(n, generator=gen, device=dev) < 0.5) if config.augment_mirror else None
-        losses: list[torch.Tensor] = []  # per batch: loss, task loss, penalty (0-d, detached)
-        corrects: list[torch.Tensor] = []
-        sizes: list[int] = []
+        # per batch, kept on the device until the epoch ends (one sync per epoch):
+        task_losses: list[torch.Tensor] = []
+        penalties: list[torch.Tensor] = []  # batches with the penalty on
+        predictions: list[torch.Tensor] = []
+        weights: list[float] = []  # penalty weight of each batch
         pw = 0.0
         lr = config.lr
         for b in range(steps_per_epoch):
@@ -417,12 +425,11 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
                 xs = x_all[idx].float().mul_(mul).sub_(sub)
                 if flips is not None:
                     xs = torch.where(flips[idx].view(-1, 1, 1, 1), xs.flip(axis), xs)
-                ys = y_all[idx] if y_all is not None else None
-            lo = (b % block) * bs
-            x = xs[lo:lo + bs]
-            y = ys[lo:lo + bs] if ys is not None else None
-            step = epoch * steps_per_epoch + b
-            frac = step / total_steps
+                x_batches = xs.split(bs)
+                y_batches = y_all[idx].split(bs) if y_all is not None else None
+            x = x_batches[b % block]
+            y = y_batches[b % block] if y_batches is not None else None
+            frac = (epoch * steps_per_epoch + b) / total_steps
             lr = learning_rate_at(config, frac)
             for group in optimizer.param_groups:
                 group["lr"] = lr
@@ -430,27 +437,27 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
             out = model(x)
             task_loss = _task_loss(out, x, y, config.task)
             loss = task_loss
-            pen = None
             if pw > 0:
                 pen = penalty_term(model, x, config.penalty, config.mirror_axis, out=out)
                 loss = task_loss + pw * pen
+                penalties.append(pen.detach())
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if config.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
             optimizer.step()
-            losses.append(torch.stack([loss.detach(), task_loss.detach()] + ([pen.detach()] if pen is not None else [])))
-            sizes.append(len(x))
+            task_losses.append(task_loss.detach())
+            weights.append(pw)
             if y is not None:
-                with torch.no_grad():
-                    corrects.append((out.argmax(1) == y).sum())
+                predictions.append(out.argmax(1))
             if bar is not None:
                 bar.update(1)
                 if b % 20 == 0 or b == steps_per_epoch - 1:
                     elapsed = time.perf_counter() - t0
                     bar.set_postfix(epoch=epoch + 1, loss=f"{float(loss):.4f}",
                                     img_s=f"{(b + 1) * bs / max(elapsed, 1e-9):.0f}")
-        s = _epoch_means(losses, corrects, sizes)
+        correct = (torch.cat(predictions) == y_all[perm]).sum() if predictions else None
+        s = _epoch_means(task_losses, penalties, weights, correct, n, bs)
         seconds = time.perf_counter() - t0
         if not math.isfinite(s[0]):
             raise FloatingPointError(f"training diverged in epoch {epoch + 1} (loss {s[0]}); lower lr or "
