@@ -56,7 +56,8 @@ from ..train import TrainConfig, TrainResult, cached_train, mirror_images, prepa
 __all__ = [
     "Settings", "BUDGET_SETTINGS", "settings", "NETWORKS", "PAPER_TABLE", "build_mlp", "train_config",
     "load_data", "train_networks", "FilterPairing", "filter_pairing", "probe_inputs", "equivariance_table",
-    "end_to_end_error", "ablation", "ABLATION_VARIANTS", "parse_setting", "emergence", "PatchAttentionAutoencoder",
+    "end_to_end_error", "ablation", "ABLATION_VARIANTS", "parse_setting", "table_text", "ablation_text",
+    "load_results", "input_spectrum", "emergence", "PatchAttentionAutoencoder",
     "attention_experiment", "run", "main",
 ]
 
@@ -438,6 +439,85 @@ def table_lookup(rows: Sequence[dict], network: str, layers: int, mirror: str, p
     raise KeyError(f"no row for {network}, f_≤{layers}, {mirror}, {probe}")
 
 
+def table_text(rows: Sequence[dict], probes: Sequence[str] = PROBES) -> str:
+    """The rows of :func:`equivariance_table` as a text table: one line per network, prefix
+    and mirror, one column per probe kind, and the paper's number where it has one.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    networks = list(dict.fromkeys(r["network"] for r in rows))
+    layers = sorted({r["layers"] for r in rows})
+    lines = [f"{'network':18s} {'layers':8s} {'mirror':11s} " + " ".join(f"{p:>10s}" for p in probes) + "   paper"]
+    for name in networks:
+        act, task = NETWORKS[name]
+        for i in layers:
+            for ax in AXES:
+                vals = [table_lookup(rows, name, i, ax, p) for p in probes]
+                paper = PAPER_TABLE.get((task, i, ax), {}).get(act)
+                prefix = "∘".join(f"f{k}" for k in range(i, 0, -1))
+                lines.append(f"{name:18s} {prefix:8s} {ax:11s} "
+                             + " ".join(f"{v:10.3f}" for v in vals)
+                             + (f"   {paper:.3f}" if paper is not None else "       —"))
+    return "\n".join(lines)
+
+
+def ablation_text(rows: Sequence[dict]) -> str:
+    """The rows of :func:`ablation` as a text table (f_1 errors for both mirrors and probe
+    kinds, matched filters, end-to-end error, final task loss).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    several = len({r.get("network") for r in rows}) > 1
+    head = (f"{'network':18s} " if several else "") + (
+        f"{'variant':34s} {'f1 H':>7s} {'f1 V':>7s} {'f1 H img':>9s} {'f1 V img':>9s} {'matched':>8s} "
+        f"{'end-to-end':>10s} {'task loss':>9s}")
+    lines = [head]
+    for r in rows:
+        lines.append((f"{r.get('network', ''):18s} " if several else "")
+                     + f"{r['variant']:34s} {r['f1_horizontal_noise']:7.3f} {r['f1_vertical_noise']:7.3f} "
+                       f"{r['f1_horizontal_images']:9.3f} {r['f1_vertical_images']:9.3f} "
+                       f"{r['matched_filters']:8.2f} {r['end_to_end']:10.3f} {r['task_loss']:9.3f}")
+    return "\n".join(lines)
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """A JSON written by :func:`run` (the command line), checked for the keys the chapter reads.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file is not JSON, or lacks ``settings`` / ``networks``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (the recorded full-budget run).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no results file at {path}; write one with "
+                                f"`python -m eqlib.experiments.cifar_mlp --out DIR`")
+    try:
+        results = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not a results JSON ({exc})") from None
+    missing = [k for k in ("settings", "networks") if k not in (results if isinstance(results, dict) else {})]
+    if missing:
+        raise ValueError(f"{path} lacks {missing}: not written by eqlib.experiments.cifar_mlp")
+    return results
+
+
+def input_spectrum(images: torch.Tensor, max_images: int = 10_000) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eigenvalues (ascending) and eigenvectors (columns) of the covariance of the first
+    ``max_images`` uint8 ``images``, normalised and flattened as the networks see them.
+
+    Directions with tiny eigenvalues carry almost no image variance: training hardly moves
+    the first layer along them, while isotropic noise probes excite them fully.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    X = prepare_images(images[:max_images]).flatten(1).double()
+    X = X - X.mean(0)
+    evals, evecs = torch.linalg.eigh(X.T @ X / max(1, len(X) - 1))
+    return evals.float(), evecs.float()
+
+
 @torch.no_grad()
 def end_to_end_error(model: nn.Module, images: torch.Tensor, task: str, axis: str = "horizontal") -> float:
     """Mean over images of ‖f(m x) − m f(x)‖/‖f(x)‖ (autoencoders) or ‖f(m x) − f(x)‖/‖f(x)‖
@@ -674,8 +754,10 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
     results = train_networks(s, tr, te, seed=seed, device=device, progress=progress)
     timings["train"] = time.perf_counter() - t
     models = {k: r.model for k, r in results.items()}
-    summary: dict[str, Any] = {"settings": s.to_dict(), "seed": seed, "device": str(default_device(device)),
-                               "networks": {}}
+    dev = default_device(device)
+    summary: dict[str, Any] = {"settings": s.to_dict(), "seed": seed, "device": str(dev),
+                               "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+                               "torch": torch.__version__, "networks": {}}
     figures = {}
     for name, r in results.items():
         act, task = NETWORKS[name]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 import torch
@@ -175,3 +176,35 @@ def test_settings_and_cli_parser(monkeypatch):
     with pytest.raises(SystemExit):
         E.main(["--budget", "ci", "--set", "epochs=many"])
     assert set(E.BUDGET_SETTINGS["full"].ablation_variants) <= set(E.ABLATION_VARIANTS)
+
+
+RECORDED = Path(__file__).resolve().parents[2] / "book" / "part3" / "recorded"
+
+
+def test_recorded_full_run_matches_the_full_budget():
+    """Chapter 10 shows a recorded full-budget run; changing the full budget means recording it again
+    (bash benchmarks/gpu_check.sh)."""
+    full = E.settings("full").to_dict()
+    record = E.load_results(RECORDED / "cifar_mlp_full.json")
+    assert record["settings"] == full
+    assert {r["network"] for r in record["table"]} == set(E.NETWORKS)
+    explore = E.load_results(RECORDED / "cifar_mlp_full_explore.json")
+    changed = {k for k in full if explore["settings"][k] != full[k]}
+    assert changed <= {"ablation_n_train", "ablation_epochs", "ablation_networks", "ablation_variants"}, changed
+    assert [r["variant"] for r in explore["ablation"]] == [
+        v for _ in explore["settings"]["ablation_networks"] for v in explore["settings"]["ablation_variants"]]
+
+
+def test_load_results_errors_and_text_tables(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no results file"):
+        E.load_results(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not a results JSON"):
+        E.load_results(tmp_path / "bad.json")
+    (tmp_path / "other.json").write_text('{"a": 1}')
+    with pytest.raises(ValueError, match="lacks"):
+        E.load_results(tmp_path / "other.json")
+    record = E.load_results(RECORDED / "cifar_mlp_full.json")
+    text = E.table_text(record["table"])
+    assert len(text.splitlines()) == 1 + 4 * 2 * 2 and "f2∘f1" in text and "0.029" in text
+    assert "network" in E.ablation_text(E.load_results(RECORDED / "cifar_mlp_full_explore.json")["ablation"])
