@@ -304,8 +304,8 @@ def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimi
 
 #: images normalised per block in the training loop: on a GPU, large blocks mean few kernel launches;
 #: on a CPU, blocks that stay in cache are faster (8,192 images at once took 4x longer than 1,024)
-_PREP_IMAGES = {"cpu": 1024}
-_PREP_IMAGES_ACCELERATOR = 8192
+_PREP_IMAGES_CPU = 1024
+_PREP_IMAGES_GPU = 8192
 #: least time between progress-bar redraws: a long run in a notebook sends few messages (a test
 #: harness such as nbval reads them only after the cell ends, and a flood of them is dropped)
 _PROGRESS_SECONDS = 2.0
@@ -412,7 +412,7 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
         bar = tqdm(total=total_steps, initial=start_epoch * steps_per_epoch, desc=f"train {config.task}",
                    unit="step", leave=False, mininterval=_PROGRESS_SECONDS)
     model.train()
-    block = max(1, _PREP_IMAGES.get(dev.type, _PREP_IMAGES_ACCELERATOR) // bs)  # batches prepared together
+    block = max(1, (_PREP_IMAGES_CPU if dev.type == "cpu" else _PREP_IMAGES_GPU) // bs)  # batches prepared together
     for epoch in range(start_epoch, config.epochs):
         t0 = time.perf_counter()
         perm = torch.randperm(n, generator=gen, device=dev)

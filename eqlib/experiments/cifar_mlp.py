@@ -37,6 +37,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ from ..models import MLP, AttentionNetwork
 from ..train import TrainConfig, TrainResult, cached_train, mirror_images, prepare_images
 
 __all__ = [
-    "Settings", "BUDGET_SETTINGS", "settings", "NETWORKS", "PAPER_TABLE", "build_mlp", "train_config",
+    "Settings", "BUDGET_SETTINGS", "settings", "NETWORKS", "PAPER_TABLE", "PARTS", "build_mlp", "train_config",
     "load_data", "train_networks", "FilterPairing", "filter_pairing", "probe_inputs", "equivariance_table",
     "end_to_end_error", "ablation", "ABLATION_VARIANTS", "parse_setting", "table_text", "ablation_text",
     "load_results", "input_spectrum", "emergence", "PatchAttentionAutoencoder",
@@ -82,6 +83,8 @@ PAPER_TABLE: dict[tuple[str, int, str], dict[str, float]] = {
 
 PROBES = ("noise", "images", "image_cov")
 AXES = ("horizontal", "vertical")
+#: the parts of :func:`run` (the command line's ``--parts``)
+PARTS = ("table", "filters", "ablation", "emergence", "attention")
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,9 @@ BUDGET_SETTINGS: dict[str, Settings] = {
 }
 
 
+_FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
+
+
 def settings(budget: str | None = None, **overrides: Any) -> Settings:
     """The :class:`Settings` of ``budget`` (default ``$EQLIB_BUDGET``, else ``"full"``), with overrides.
 
@@ -165,9 +171,9 @@ def settings(budget: str | None = None, **overrides: Any) -> Settings:
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     s = BUDGET_SETTINGS[_budget(budget)]
-    unknown = set(overrides) - {f.name for f in dataclasses.fields(Settings)}
+    unknown = set(overrides) - set(_FIELDS)
     if unknown:
-        raise ValueError(f"unknown settings {sorted(unknown)}; fields are {[f.name for f in dataclasses.fields(Settings)]}")
+        raise ValueError(f"unknown settings {sorted(unknown)}; fields are {list(_FIELDS)}")
     return dataclasses.replace(s, **overrides) if overrides else s
 
 
@@ -183,7 +189,7 @@ def parse_setting(assignment: str, base: Settings | None = None) -> tuple[str, A
     base = base or BUDGET_SETTINGS["ci"]
     if not sep or not hasattr(base, key) or key == "name":
         raise ValueError(f"expected KEY=VALUE with KEY a setting, got {assignment!r}; "
-                         f"settings are {[f.name for f in dataclasses.fields(Settings)][1:]}")
+                         f"settings are {list(_FIELDS[1:])}")
     current = getattr(base, key)
     try:
         if isinstance(current, bool):
@@ -585,7 +591,7 @@ def ablation(s: Settings, train: CIFAR10, test: CIFAR10, variants: dict[str, dic
     for label, change in variants.items():
         change = dict(change)
         ef, wf = change.pop("epochs_factor", 1), change.pop("width_factor", 1)
-        bad = set(change) - {f.name for f in dataclasses.fields(Settings)}
+        bad = set(change) - set(_FIELDS)
         if bad:
             raise ValueError(f"unknown ablation keys {sorted(bad)} in variant {label!r}")
         sv = dataclasses.replace(s, n_train=len(tr), epochs=s.ablation_epochs * ef, snapshot_every=0,
@@ -720,8 +726,7 @@ def _accuracy(result: TrainResult) -> float | None:
 
 
 def run(budget: str | None = None, device: str | None = None, out: str | Path | None = None, seed: int = 0,
-        root: str | None = None, progress: bool = True, parts: Sequence[str] = ("table", "filters", "ablation",
-                                                                                     "emergence", "attention"),
+        root: str | None = None, progress: bool = True, parts: Sequence[str] = PARTS,
         overrides: Mapping[str, Any] | None = None,
         on_ablation_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run the whole experiment; return every number (and write figures + JSON to ``out``).
@@ -744,15 +749,21 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
     from ..plots.training import plot_ablation, plot_emergence, plot_error_table
 
     t_start = time.perf_counter()
-    unknown_parts = set(parts) - {"table", "filters", "ablation", "emergence", "attention"}
+    unknown_parts = set(parts) - set(PARTS)
     if unknown_parts:
-        raise ValueError(f"unknown parts {sorted(unknown_parts)}")
+        raise ValueError(f"unknown parts {sorted(unknown_parts)}; choose from {list(PARTS)}")
     s = settings(budget, **dict(overrides or {}))
     tr, te = load_data(s, root, seed=seed)
     timings = {"data": time.perf_counter() - t_start}
-    t = time.perf_counter()
-    results = train_networks(s, tr, te, seed=seed, device=device, progress=progress)
-    timings["train"] = time.perf_counter() - t
+
+    @contextmanager
+    def timed(part: str):
+        t = time.perf_counter()
+        yield
+        timings[part] = time.perf_counter() - t
+
+    with timed("train"):
+        results = train_networks(s, tr, te, seed=seed, device=device, progress=progress)
     models = {k: r.model for k, r in results.items()}
     dev = default_device(device)
     summary: dict[str, Any] = {"settings": s.to_dict(), "seed": seed, "device": str(dev),
@@ -773,36 +784,34 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
         }
         if "filters" in parts:
             figures[f"filters_{name}"] = plot_filters(r.model.layers[0].weight, pairing, title=name)
-    t = time.perf_counter()
     if "table" in parts:
-        summary["table"] = equivariance_table(models, s, tr, te, seed=seed, device=device)
-        figures["table"] = plot_error_table(summary["table"])
-        timings["table"] = time.perf_counter() - t
-    t = time.perf_counter()
+        with timed("table"):
+            summary["table"] = equivariance_table(models, s, tr, te, seed=seed, device=device)
+            figures["table"] = plot_error_table(summary["table"])
     if "ablation" in parts:
-        summary["ablation"] = [row for net in s.ablation_networks
-                               for row in ablation(s, tr, te, network=net, seed=seed, device=device,
-                                                   progress=progress, on_row=on_ablation_row)]
-        for net in s.ablation_networks:
-            key = "ablation" if len(s.ablation_networks) == 1 else f"ablation_{net}"
-            figures[key] = plot_ablation([r for r in summary["ablation"] if r["network"] == net])
-        timings["ablation"] = time.perf_counter() - t
-    t = time.perf_counter()
+        with timed("ablation"):
+            summary["ablation"] = [row for net in s.ablation_networks
+                                   for row in ablation(s, tr, te, network=net, seed=seed, device=device,
+                                                       progress=progress, on_row=on_ablation_row)]
+            for net in s.ablation_networks:
+                key = "ablation" if len(s.ablation_networks) == 1 else f"ablation_{net}"
+                figures[key] = plot_ablation([r for r in summary["ablation"] if r["network"] == net])
     if "emergence" in parts:
-        name = "tanh-autoencoder"
-        build = lambda: build_mlp("tanh", "autoencode", s.hidden, seed=seed, first_init_scale=s.first_init_scale)  # noqa: E731
-        em = emergence(results[name], build, te)
-        summary["emergence"] = [{k: v for k, v in e.items() if k != "weight"} for e in em]
-        figures["emergence"] = plot_emergence(em)
-        timings["emergence"] = time.perf_counter() - t
-    t = time.perf_counter()
+        with timed("emergence"):
+            name = "tanh-autoencoder"
+            build = lambda: build_mlp("tanh", "autoencode", s.hidden, seed=seed,  # noqa: E731
+                                      first_init_scale=s.first_init_scale)
+            em = emergence(results[name], build, te)
+            summary["emergence"] = [{k: v for k, v in e.items() if k != "weight"} for e in em]
+            figures["emergence"] = plot_emergence(em)
     if "attention" in parts:
-        att = attention_experiment(s, tr, te, seed=seed, device=device, progress=progress)
-        summary["attention"] = {k: att[k] for k in ("head_perm", "head_perm_maps", "swapped_heads", "maps_residual",
-                                                    "output_residual", "positional_residual", "end_to_end",
-                                                    "task_loss")}
-        figures["attention"] = plot_attention_heads(att["model"], prepare_images(te.images[:1]), att["head_perm"])
-        timings["attention"] = time.perf_counter() - t
+        with timed("attention"):
+            att = attention_experiment(s, tr, te, seed=seed, device=device, progress=progress)
+            summary["attention"] = {k: att[k] for k in ("head_perm", "head_perm_maps", "swapped_heads",
+                                                        "maps_residual", "output_residual", "positional_residual",
+                                                        "end_to_end", "task_loss")}
+            figures["attention"] = plot_attention_heads(att["model"], prepare_images(te.images[:1]),
+                                                        att["head_perm"])
     summary["seconds"] = time.perf_counter() - t_start
     summary["part_seconds"] = timings
     if out is not None:
@@ -827,14 +836,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--out", default="results", help="folder for the PNG figures and the JSON of numbers")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", default=None, help="CIFAR-10 folder or archive (default $EQLIB_DATA)")
-    p.add_argument("--parts", default="table,filters,ablation,emergence,attention",
-                   help="comma-separated subset of table,filters,ablation,emergence,attention")
+    p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a setting of the budget, e.g. --set epochs=40 --set ablation_n_train=50000 "
                         "--set ablation_networks=tanh-autoencoder,tanh-classifier (repeatable)")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     parts = tuple(x.strip() for x in args.parts.split(",") if x.strip())
+    if set(parts) - set(PARTS):
+        p.error(f"unknown parts {sorted(set(parts) - set(PARTS))}; choose from {','.join(PARTS)}")
     try:
         overrides = dict(parse_setting(a, BUDGET_SETTINGS[_budget(args.budget)]) for a in args.set)
     except ValueError as exc:
