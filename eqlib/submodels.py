@@ -9,7 +9,9 @@ without changing the function when it is
 * a **clone** of a neuron a: (w_j, b_j) = c (w_a, b_a) with c in the one-dimensional
   intertwiner group of σ (c = 1 always; c = ±1 for odd σ, the *negated clones*;
   c > 0 for ReLU; c ≠ 0 for the identity). Then h_j = σ(c z) = c σ(z) = c h_a, and the
-  two merge: W_{i+1}[:, a] ← W_{i+1}[:, a] + c W_{i+1}[:, j].
+  two merge: W_{i+1}[:, a] ← W_{i+1}[:, a] + c W_{i+1}[:, j]. (The sigmoid's negated
+  clones, σ(−z) = 1 − σ(z), are redundant too, merged with b_{i+1} ← b_{i+1} +
+  W_{i+1}[:, j] as well; :func:`find_clones` and :func:`reduce` do not merge them.)
 
 Removing neurons can create new degeneracies (merged columns may make rows of the next
 layer equal, dropped rows may leave columns zero), so :func:`reduce` repeats the search
@@ -17,7 +19,13 @@ on the reduced network until nothing changes. Its result is a :class:`Reduction`
 holding the smaller MLP and the embedding maps of the commuting diagram (the course's
 own construction, checked numerically in chapter 3).
 
-**The diagram** (every hidden layer i = 1..L−1; α_0, α_L are identities). Each neuron
+**The diagram** (every hidden layer i = 1..L−1; α_0, α_L are identities). The course
+counts a submodel only when α_i and α*_i are *affine* (α*_i ∘ α_i = id): affine because
+a constant unit outputs σ(b), which α_i must reproduce; restricted because with
+arbitrary maps the GELU bypass network (W_1 = [A; −A], W_2 = [B, −B]) would have the
+linear network u ↦ B A u as a submodel via α(u) = (GELU(u), GELU(−u)), α*(h) = h₊ − h₋,
+with a nonlinear induced action α M α*. Relative to affine submodels that bypass
+parameter is neither identifiable nor weakly identifiable (chapters 3 and 4). Each neuron
 of V_i is a member of a *live class* t (h_j = c_j h̃_t), a *constant* (h_j = v_j) or a
 member of a *dead class*. Then
 

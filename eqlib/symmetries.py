@@ -56,7 +56,7 @@ _ACTIVATION_KIND = {
     "tanh": "signed_permutation",
     "relu": "scaled_permutation",
     "gelu": "permutation",
-    "sigmoid": "permutation",
+    "sigmoid": "permutation",  # linear part only: the affine flips are not in K (chapter 4)
     # σ = id commutes with all of GL(d); we only model its monomial subgroup
     "identity": "nonzero_scaled_permutation",
 }
@@ -273,7 +273,12 @@ def symmetry_group(activation: str, dim: int) -> SymmetryGroup:
     (Bökman & Kahl 2023, Lemma 2.2); gelu, sigmoid → permutations;
     identity → nonzero-scaled permutations (the identity commutes with all of GL(d);
     eqlib models only its monomial subgroup). Sigmoid's sign flip σ(−z) = 1 − σ(z) is
-    affine, not linear, so it is not in K.
+    affine, not linear, so it is not in K. It still preserves the function when it acts
+    affinely on parameters, (w, b, v, c) ↦ (−w, −b, −v, c + v) for a unit with incoming
+    (w, b), outgoing column v and next bias c: the sigmoid's full parameter symmetries
+    are signed permutations acting affinely, so relative to this K (permutations)
+    sigmoid MLPs with biases are not identifiable. :func:`apply_symmetry` does not
+    apply the affine flips; chapter 4 applies and checks them.
 
     Raises:
         ValueError: for an unknown activation.
