@@ -258,7 +258,8 @@ class LatentActions:
             if i in self.failed_layers:
                 row += "  FAILED"
             lines.append(row)
-        verdict = {True: "yes", False: "no (recovery fails at layers " + str(self.failed_layers) + ")",
+        verdict = {True: "holds", False: "fails at layers " + str(self.failed_layers)
+                   + " (so those parameters are not identifiable)",
                    None: "undecided (the network is not equivariant)"}[self.identifiable]
         if self.weak:
             red = self.reduction
@@ -271,11 +272,11 @@ class LatentActions:
             lines.append(f"  reduced layer {L}: equivariance error {float(self.reduced_layer_errors[L - 1].max()):.3g}")
             lifts = ["yes" if d <= self.tol else "no" for d in self.in_group_distance]
             lines.append(f"  lifts k_i in K_i (i = 1..{L - 1}): {', '.join(lifts)}")
-            lines.append(f"  weakly identifiable (reduced network layerwise equivariant by K̃-actions): {verdict}")
+            lines.append(f"  theorem's conclusion on the reduced network (homomorphisms into K̃_i): {verdict}")
             lines.append("  full network layerwise equivariant after discarding dead units: "
                          f"{'yes' if self.ok else 'no'}")
         else:
-            lines.append(f"  identifiable (layerwise equivariant by K-actions): {verdict}")
+            lines.append(f"  theorem's conclusion (homomorphisms into K_i, every layer equivariant): {verdict}")
             lines.append(f"  layerwise equivariant: {'yes' if self.ok else 'no'}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
