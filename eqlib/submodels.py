@@ -302,6 +302,14 @@ class Reduction:
     kinds: list[list[str]]
     _structure: object = field(repr=False, default=None)  # the private _Structure
 
+    def class_sizes(self, i: int) -> Tensor:
+        """(d̃_i,) long: the number of units of V_i in each live class (1 = no clones).
+
+        Chapter: *The main theorem* (book/part2/05_main_theorem): a lifted action lies in
+        K_i exactly when it fixes every class of size > 1.
+        """
+        return (self.alpha[i] != 0).sum(0)
+
     def embed(self, i: int, h: Tensor) -> Tensor:
         """α_i(h̃) for h̃ of shape (..., d̃_i)."""
         return h @ self.alpha[i].T.to(h) + self.alpha_offset[i].to(h)

@@ -27,28 +27,27 @@ def _probes(model, n: int, seed: int) -> Tensor:
 
 
 def _reduce(model, notes: list[str], degenerate: bool):
-    """(reduced model, alphas, alpha_stars, live masks) or (model, None, None, None).
+    """The :class:`~eqlib.submodels.Reduction` of a degenerate model, or None.
 
     A cheap prefilter (``maybe_degenerate``: zero rows or
     columns, nearly parallel rows) skips :func:`eqlib.submodels.reduce` when it would
-    find nothing.
+    find nothing; a reduction that removes nothing is also reported as None.
     """
     if not degenerate:
-        return model, None, None, None
-    try:
-        from ..submodels import reduce
-    except ImportError:  # pragma: no cover - the submodels module is part of eqlib
-        notes.append("eqlib.submodels is not available: the network was not reduced")
-        return model, None, None, None
+        return None
+    from ..submodels import reduce
+
     red = reduce(model)
-    reduced = red.model
-    if list(reduced.dims) == list(model.dims):
-        return model, None, None, None
-    notes.append(f"reduced the network from widths {model.dims} to {reduced.dims} (dead/cloned units); "
-                 "actions lifted by k = α k̃ α* + (I − α α*)")
+    if list(red.model.dims) == list(model.dims):
+        return None
+    notes.append(f"weakly identifiable case: reduced the network from widths {model.dims} to "
+                 f"{red.model.dims} (dead/constant/cloned units); the recovered homomorphisms "
+                 "k̃_i: G → K̃_i act on the reduced network, and the actions on V_i are their lifts "
+                 "k_i = α_i k̃_i α_i* + (I − α_i α_i*), which need not lie in K_i")
     if any(not bool(m.all()) for m in red.live):
-        notes.append("dead neurons (never read by the next layer) are left out of the layer errors")
-    return reduced, red.alpha, red.alpha_star, red.live
+        notes.append("layers are equivariant after discarding inactive units: dead units (never read "
+                     "by the next layer) are left out of the layer errors")
+    return red
 
 
 def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weights", x: Tensor | None = None,
@@ -68,7 +67,9 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
             ``"activations"``; default ``num_probes`` seeded Gaussian vectors.
         tol: relative tolerance of every check (default 1e-4; 1e-3 for ``"lstsq"``).
         reduce: (``"weights"``) reduce the network first (:func:`eqlib.submodels.reduce`),
-            so weakly identifiable networks (dead or cloned units) work.
+            so weakly identifiable networks (dead, constant or cloned units) work: the
+            homomorphisms k̃_i: G → K̃_i are recovered on the reduced network and lifted
+            to V_i (the weak case of the theorem; see :class:`~eqlib.latent.LatentActions`).
         num_probes, seed: default probes.
         samples, fit_fraction, ridge, solver, noise_scale: (``"lstsq"``) as in
             :func:`~eqlib.latent.linear_equivariance_error`.
@@ -76,7 +77,9 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
     Returns:
         :class:`~eqlib.latent.LatentActions`: the actions, each layer's equivariance error under them,
         homomorphism errors, ``equivariant`` (end to end), ``identifiable``,
-        ``failed_layers`` and a readable ``summary()``. A network that is not
+        ``failed_layers`` and a readable ``summary()``; in the weak case also the
+        ``reduction``, the ``reduced_actions`` k̃_i and their ``reduced_layer_errors``,
+        and in ``in_group_distance`` how far each lift is from K_i. A network that is not
         equivariant gets ``equivariant=False`` (and ``ok`` False) whatever its actions;
         an equivariant one whose relations fail at some layer gets
         ``identifiable=False`` and those layers in ``failed_layers``.
@@ -114,18 +117,24 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
     equivariant = e2e_err <= tol
     L = len(layers)
     in_group = [0.0] * (L - 1)
+    reduction, reduced_actions, reduced_errs = None, None, None
 
     if method == "weights":
         degenerate = maybe_degenerate(model)
-        target, alphas, alpha_stars, live = (_reduce(model, notes, degenerate) if reduce
-                                             else (model, None, None, None))
+        reduction = _reduce(model, notes, degenerate) if reduce else None
+        target = model if reduction is None else reduction.model
+        live = None if reduction is None else reduction.live
         actions, residuals, ambiguous = recover_by_weights(target, rho_in, rho_out, tol, check_clones=degenerate)
         for i, n in enumerate(ambiguous, start=1):
             if n:
                 notes.append(f"layer {i}: {n} units have parallel rows [w | b] (clones) or are zero: "
                              "the match is not unique")
-        if alphas is not None:
-            actions = [lift_action(a, alphas[i + 1], alpha_stars[i + 1]) for i, a in enumerate(actions)]
+        if reduction is not None:
+            reduced_actions = actions
+            reduced_errs = layer_errors(target, rho_in, rho_out, actions, x)
+            actions = [lift_action(a, reduction.alpha[i + 1], reduction.alpha_star[i + 1])
+                       for i, a in enumerate(actions)]
+            in_group = [_distance_to_group(layers[i].activation, a, G) for i, a in enumerate(actions)]
         match = list(residuals)
         failed = [i + 1 for i, r in enumerate(residuals) if not r <= tol]
         failed += [i + 1 for i, n in enumerate(ambiguous) if n and i + 1 not in failed]
@@ -177,9 +186,24 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
                      "no latent actions are claimed")
     elif failed:
         identifiable = False
-        notes.append(f"the network is equivariant but layers {failed} are not equivariant under any recovered "
-                     "action: the parameters are not (weakly) identifiable")
+        where = "the reduced network" if reduction is not None else "the network"
+        notes.append(f"the network is equivariant but layers {failed} of {where} are not equivariant under "
+                     "the recovered actions: those parameters are not identifiable, so the theorem does "
+                     "not apply to them")
     else:
         identifiable = True
     return LatentActions(G, method, actions, e2e_err, equivariant, errs, homs, match, in_group, failed,
-                         identifiable, tol, notes)
+                         identifiable, tol, notes, reduction=reduction, reduced_actions=reduced_actions,
+                         reduced_layer_errors=reduced_errs)
+
+
+def _distance_to_group(activation: str, action, G) -> float:
+    """max_g relative Frobenius distance of k(g) to the layer's symmetry group K_i."""
+    from ..symmetries import symmetry_group
+
+    K = symmetry_group(activation, action.dim)
+    dist = 0.0
+    for g in G:
+        M = action.matrix(g).float()
+        dist = max(dist, K.project(M)[1] / float(M.norm().clamp_min(1e-12)))
+    return dist

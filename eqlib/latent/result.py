@@ -150,15 +150,32 @@ class LatentActions:
         match_residuals: per layer i = 1..L, the relative residual of the weight relation
             (``"weights"``), of the activation match (``"activations"``) or the median
             held-out lstsq error (``"lstsq"``, hidden layers only), max over g.
-        in_group_distance: per hidden layer, distance of k_i to the layer's symmetry
-            group K_i (0 for ``"weights"``/``"activations"``; the projection distance for
-            ``"lstsq"``).
+        in_group_distance: per hidden layer, max over g of the relative Frobenius
+            distance of k_i(g) to the layer's symmetry group K_i (0 for
+            ``"activations"`` and for ``"weights"`` on a reduced network; for the lifts of
+            the weak case it is positive when a clone's class is moved, and for
+            ``"lstsq"`` it says how far the fitted maps are from K_i).
         failed_layers: layers (1..L) whose relation does not hold within the tolerance.
-        identifiable: False when the network is equivariant but some layer cannot be
-            made equivariant by an action of K_i (the theorem's hypothesis fails);
+        identifiable: True when the theorem's conclusion was recovered (on the reduced
+            network in the weak case); False when the network is equivariant but some
+            layer (of the reduced network) is not equivariant under the recovered
+            actions in K_i (resp. K̃_i), so those parameters are not identifiable;
             None when undecided (the network is not equivariant).
         tol: the tolerance used.
         notes: readable remarks (reduction, fallbacks, failures).
+        reduction: the weak case (``"weights"`` on a degenerate network): the
+            :class:`~eqlib.submodels.Reduction` (reduced model f̃, embeddings α_i,
+            α_i*, live masks); None otherwise.
+        reduced_actions: the weak case: the homomorphisms k̃_i: G → K̃_i on the reduced
+            latent spaces Ṽ_i (what the theorem gives), of which ``actions`` are the
+            lifts k_i = α_i k̃_i α_i* + (I − α_i α_i*).
+        reduced_layer_errors: the weak case: (L, ``|G|``) layer errors of the reduced
+            network under k̃ (no unit discarded).
+
+    In the weak case, ``layer_errors`` are those of the *full* network under the lifts,
+    computed on the latents the network reaches and after discarding the dead units
+    (the weak case of the theorem: each layer is equivariant after discarding inactive
+    units; constant units are fixed by the lifts).
 
     Chapter: *The main theorem* (book/part2/05_main_theorem).
     """
@@ -176,12 +193,23 @@ class LatentActions:
     identifiable: bool | None
     tol: float
     notes: list[str] = field(default_factory=list)
+    reduction: object | None = None
+    reduced_actions: list[Action] | None = None
+    reduced_layer_errors: np.ndarray | None = None
+
+    @property
+    def weak(self) -> bool:
+        """Was the network reduced (the weakly identifiable case of the theorem)?"""
+        return self.reduction is not None
 
     @property
     def ok(self) -> bool:
-        """Equivariant, every layer equivariant under the actions, homomorphisms."""
+        """Equivariant, every layer equivariant under the actions (after discarding dead
+        units in the weak case, where the reduced layers must be equivariant too), and
+        every action a homomorphism."""
         return (self.equivariant and not self.failed_layers
                 and bool(np.all(self.layer_errors <= self.tol))
+                and (self.reduced_layer_errors is None or bool(np.all(self.reduced_layer_errors <= self.tol)))
                 and all(h <= self.tol for h in self.homomorphism_errors))
 
     def matrix(self, layer: int, g: GroupElement) -> Tensor:
@@ -189,6 +217,19 @@ class LatentActions:
         if not 1 <= layer <= len(self.actions):
             raise ValueError(f"hidden layers are 1..{len(self.actions)}, got {layer}")
         return self.actions[layer - 1].matrix(g)
+
+    def reduced_matrix(self, layer: int, g: GroupElement) -> Tensor:
+        """k̃_layer(g) ∈ K̃_layer on the reduced latent space (the weak case only).
+
+        Raises:
+            ValueError: if the network was not reduced, or for a layer outside 1..L-1.
+        """
+        if self.reduced_actions is None:
+            raise ValueError("the network was not reduced (no dead, constant or cloned units were found, or "
+                             "reduce=False): use matrix()")
+        if not 1 <= layer <= len(self.reduced_actions):
+            raise ValueError(f"hidden layers are 1..{len(self.reduced_actions)}, got {layer}")
+        return self.reduced_actions[layer - 1].matrix(g)
 
     def structured(self, layer: int, g: GroupElement) -> tuple[Tensor, Tensor]:
         """(perm, scales) of k_layer(g): ``(k z)_j = scales_j z_{perm_j}``.
@@ -217,10 +258,26 @@ class LatentActions:
             if i in self.failed_layers:
                 row += "  FAILED"
             lines.append(row)
-        verdict = {True: "yes", False: "no (recovery fails at layers " + str(self.failed_layers) + ")",
+        verdict = {True: "holds", False: "fails at layers " + str(self.failed_layers)
+                   + " (so those parameters are not identifiable)",
                    None: "undecided (the network is not equivariant)"}[self.identifiable]
-        lines.append(f"  identifiable (layerwise equivariant by K-actions): {verdict}")
-        lines.append(f"  layerwise equivariant: {'yes' if self.ok else 'no'}")
+        if self.weak:
+            red = self.reduction
+            lines.append(f"  weak case: reduced widths {red.model.dims} (full {red.original.dims})")
+            for i in range(1, L):
+                err = float(self.reduced_layer_errors[i - 1].max())
+                hom = homomorphism_error(self.reduced_actions[i - 1])
+                lines.append(f"  reduced layer {i}: k̃_{i}: G → K̃_{i} on R^{red.model.dims[i]}, equivariance "
+                             f"error {err:.3g}, homomorphism error {hom:.3g}")
+            lines.append(f"  reduced layer {L}: equivariance error {float(self.reduced_layer_errors[L - 1].max()):.3g}")
+            lifts = ["yes" if d <= self.tol else "no" for d in self.in_group_distance]
+            lines.append(f"  lifts k_i in K_i (i = 1..{L - 1}): {', '.join(lifts)}")
+            lines.append(f"  theorem's conclusion on the reduced network (homomorphisms into K̃_i): {verdict}")
+            lines.append("  full network layerwise equivariant after discarding dead units: "
+                         f"{'yes' if self.ok else 'no'}")
+        else:
+            lines.append(f"  theorem's conclusion (homomorphisms into K_i, every layer equivariant): {verdict}")
+            lines.append(f"  layerwise equivariant: {'yes' if self.ok else 'no'}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 

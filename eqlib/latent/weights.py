@@ -24,11 +24,14 @@ Weakly identifiable networks (dead or cloned units) are first reduced with
 .. math:: k_i(g) = α_i \\tilde k_i(g) α_i^* + (I − α_i α_i^*).
 
 This is a homomorphism (α*(I − αα*) = 0 and (I − αα*)α = 0 kill the cross terms) and
-makes f_i equivariant on every latent the network reaches, f_{≤i}(x) = α_i f̃_{≤i}(x):
-k_{i-1} α_{i-1} ỹ = α_{i-1} k̃_{i-1} ỹ, so
-f_i(k_{i-1} α ỹ) = α_i f̃_i(k̃_{i-1} ỹ) = α_i k̃_i f̃_i(ỹ) = k_i α_i f̃_i(ỹ).
-When α_i only re-inserts removed units (a coordinate inclusion) the lift is again
-monomial: k̃_i on the kept units and the identity on the removed ones.
+makes f_i equivariant, after discarding the dead units (Π_i), on every latent the network
+reaches, Π_i f_{≤i}(x) = α_i f̃_{≤i}(x): k_{i-1} α_{i-1} ỹ = α_{i-1} k̃_{i-1} ỹ, so
+Π_i f_i(k_{i-1} α ỹ) = α_i f̃_i(k̃_{i-1} ỹ) = α_i k̃_i f̃_i(ỹ) = k_i α_i f̃_i(ỹ).
+(Chapter 5's weak case of the theorem; the reduction's α_i is affine, but its offset
+vanishes on the representatives α_i* reads, so the lift is linear.) The lift need not
+lie in K_i: it does exactly when k̃_i(g) fixes every class that has a clone. When α_i
+only re-inserts removed units (a coordinate inclusion) the lift is again monomial: k̃_i
+on the kept units and the identity on the removed ones.
 
 Chapter: *The main theorem* (book/part2/05_main_theorem).
 """
@@ -60,6 +63,8 @@ def mlp_layers(model) -> list[Dense]:
 
     Raises:
         TypeError: if some layer is not an :class:`~eqlib.models.mlp.Dense` layer.
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
     """
     layers = list(getattr(model, "layers", []))
     if not layers or not all(isinstance(l, Dense) for l in layers):
@@ -73,6 +78,8 @@ def layer_kind(activation: str) -> str:
     Raises:
         ValueError: for ``"identity"``: a linear hidden layer has K = GL(d), so rows
             cannot be matched; use ``method="lstsq"``.
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
     """
     if activation == "identity":
         raise ValueError("a hidden layer without nonlinearity has symmetry group GL(d): its latent action "
@@ -83,7 +90,10 @@ def layer_kind(activation: str) -> str:
 
 
 def monomial_of(action: Action, g: GroupElement) -> tuple[Tensor, Tensor] | None:
-    """(perm, scales) of ρ(g) when the action is monomial (permutation-like), else None."""
+    """(perm, scales) of ρ(g) when the action is monomial (permutation-like), else None.
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    """
     if isinstance(action, MonomialAction):
         return action.perm[g.index], action.scales[g.index]
     if isinstance(action, PermutationAction):
@@ -94,7 +104,10 @@ def monomial_of(action: Action, g: GroupElement) -> tuple[Tensor, Tensor] | None
 
 
 def right_multiply(W: Tensor, k: tuple[Tensor, Tensor] | Tensor) -> Tensor:
-    """W k for a monomial k = (perm, scales) (``(Wk)[:, perm_j] = W[:, j] scales_j``) or a dense k."""
+    """W k for a monomial k = (perm, scales) (``(Wk)[:, perm_j] = W[:, j] scales_j``) or a dense k.
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    """
     if isinstance(k, Tensor):
         return W @ k.to(W)
     perm, scales = k
@@ -104,7 +117,10 @@ def right_multiply(W: Tensor, k: tuple[Tensor, Tensor] | Tensor) -> Tensor:
 
 
 def left_multiply(k: tuple[Tensor, Tensor] | Tensor, W: Tensor) -> Tensor:
-    """k W for a monomial k = (perm, scales) (``(kW)[j] = scales_j W[perm_j]``) or a dense k."""
+    """k W for a monomial k = (perm, scales) (``(kW)[j] = scales_j W[perm_j]``) or a dense k.
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    """
     if isinstance(k, Tensor):
         return k.to(W) @ W
     perm, scales = k
@@ -130,6 +146,8 @@ def maybe_degenerate(model, cos_tol: float = 1e-4, zero_tol: float = 1e-6) -> bo
     """Cheap prefilter for :func:`eqlib.submodels.reduce`: could some hidden unit be
     dead (zero outgoing column), constant (zero incoming row) or a clone (row [w | b]
     parallel to another's, ``|cosine|`` ≥ 1 − cos_tol)? False means reduce finds nothing.
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
     """
     layers = mlp_layers(model)
     with torch.no_grad():
@@ -206,6 +224,8 @@ def lift_action(action: Action, alpha: Tensor, alpha_star: Tensor) -> Action:
     Returns:
         A :class:`~eqlib.latent.MonomialAction` when α is a coordinate inclusion and α* = αᵀ, else a
         dense action.
+
+    Chapter: *The main theorem* (book/part2/05_main_theorem).
     """
     d, dt = alpha.shape
     alpha, alpha_star = alpha.float(), alpha_star.float()

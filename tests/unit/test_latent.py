@@ -173,3 +173,61 @@ def test_equivariant_weight_both_ways(method):
     assert W.norm() > 0.1
     for g in D4:
         torch.testing.assert_close(rout.matrix(g) @ W, W @ rin.matrix(g), atol=1e-5, rtol=1e-5)
+
+
+def _weak_case(seed, act="tanh"):
+    """A planted D4 network with dead, constant and cloned units, and its recovery."""
+    from eqlib.submodels import plant_degenerate
+
+    D4 = dihedral(4)
+    rin, rout = image_dihedral((1, 4, 4)), trivial(D4, 3)
+    net, _ = plant_equivariant(D4, rin, rout, [16, 24, 16, 3], act, seed=seed)
+    deg = plant_degenerate(net, n_dead=2, n_constant=1, n_clones=2,
+                           n_negated=1 if act == "tanh" else 0, seed=seed)
+    return D4, rin, rout, deg, latent_actions(deg, rin, rout, method="weights")
+
+
+@pytest.mark.parametrize("seed,act", [(0, "tanh"), (1, "tanh"), (2, "tanh"), (3, "relu"), (4, "gelu")])
+def test_weak_case_homomorphisms_into_reduced_groups_and_lifts(seed, act):
+    """Chapter 5's weak case: k̃_i: G → K̃_i on the reduced model, lifted to V_i."""
+    from eqlib.latent import lift_action
+    from eqlib.latent.result import layer_errors
+
+    G, rin, rout, deg, res = _weak_case(seed, act)
+    assert res.weak and res.ok and res.identifiable, res.summary()
+    red = res.reduction
+    assert red.model.dims != deg.dims and "weak case" in res.summary()
+    x = torch.randn(128, 16, generator=torch.Generator().manual_seed(seed))
+    for i in (1, 2):
+        Kt, K = symmetry_group(act, red.model.dims[i]), symmetry_group(act, deg.dims[i])
+        A, S = red.alpha[i], red.alpha_star[i]
+        sizes = red.class_sizes(i)
+        for g in G:
+            kt, k = res.reduced_matrix(i, g), res.matrix(i, g)
+            assert Kt.contains(kt, tol=1e-5)  # a homomorphism into K̃_i ...
+            for h in G:
+                torch.testing.assert_close(res.reduced_matrix(i, g @ h), kt @ res.reduced_matrix(i, h))
+                torch.testing.assert_close(res.matrix(i, g @ h), k @ res.matrix(i, h), atol=1e-5, rtol=0)
+            # ... lifted by k = α k̃ α* + (I − α α*), which preserves the image of α
+            torch.testing.assert_close(k, A @ kt @ S + torch.eye(A.shape[0]) - A @ S, atol=1e-6, rtol=0)
+            h = torch.randn(5, A.shape[1], generator=torch.Generator().manual_seed(1))
+            torch.testing.assert_close(red.embed(i, h) @ k.T, red.embed(i, h @ kt.T), atol=1e-5, rtol=0)
+            # the lift lies in K_i exactly when k̃(g) fixes every class of size > 1
+            big = sizes > 1
+            fixes = bool(torch.allclose(kt[:, big], torch.eye(kt.shape[0])[:, big]))
+            assert K.contains(k, tol=1e-5) == fixes
+    assert max(res.in_group_distance) > 0.05  # some lift is not in K_i (a clone class moves)
+    # layers are equivariant on reachable latents only after discarding the dead units
+    full = layer_errors(deg, rin, rout, res.actions, x)
+    assert full.max() > 1e-2 and res.layer_errors.max() < 1e-4
+    torch.testing.assert_close(lift_action(res.reduced_actions[0], red.alpha[1], red.alpha_star[1]).matrix(G["r"]),
+                               res.matrix(1, G["r"]))
+
+
+def test_reduced_matrix_needs_a_reduction():
+    G = flip()
+    net, _ = plant_equivariant(G, mirror((1, 4, 4)), trivial(G, 3), [16, 12, 3], "tanh", seed=0)
+    res = latent_actions(net, mirror((1, 4, 4)), trivial(G, 3))
+    assert not res.weak and res.reduced_actions is None
+    with pytest.raises(ValueError, match="not reduced"):
+        res.reduced_matrix(1, G["m"])

@@ -157,3 +157,17 @@ def test_errors():
     red = reduce(MLP([3, 4, 2], "tanh", seed=1))
     with pytest.raises(ValueError, match="widths"):
         red.beta(MLP([3, 5, 2], "tanh"))
+
+
+def test_class_sizes_count_clones():
+    """Reduction.class_sizes: units per live class (used by chapter 5's lift criterion)."""
+    net = MLP([6, 10, 8, 3], "tanh", seed=2)
+    big = plant_degenerate(net, n_dead=1, n_constant=1, n_clones=2, n_negated=1, seed=4)
+    red = reduce(big)
+    for i in (1, 2):
+        sizes = red.class_sizes(i)
+        assert sizes.shape == (red.model.dims[i],) and bool((sizes >= 1).all())
+        kinds = red.kinds[i]
+        assert int(sizes.sum()) == sum(k == "live" for k in kinds)  # every live unit, once
+        assert int((sizes - 1).sum()) == 3  # two clones and one negated clone per layer
+    assert bool((red.class_sizes(0) == 1).all())
