@@ -25,7 +25,7 @@ from ..groups import FiniteGroup, GroupElement, from_permutations
 from .base import Layer
 from .mlp import ACTIVATIONS, _generator
 
-__all__ = ["DeepSetsLayer", "GraphLayer", "cycle_graph", "cycle_automorphisms", "AdjunctionFit",
+__all__ = ["DeepSetsLayer", "pair_swap_parameters", "GraphLayer", "cycle_graph", "cycle_automorphisms", "AdjunctionFit",
            "adjunction_fit", "ResidualBlock", "plant_residual_invariant"]
 
 Tensor = torch.Tensor
@@ -65,6 +65,26 @@ class DeepSetsLayer(Layer):
 
     def forward(self, x: Tensor) -> Tensor:
         return ACTIVATIONS[self.activation](self.preactivation(x))
+
+
+def pair_swap_parameters(layer: DeepSetsLayer) -> dict[str, Tensor]:
+    """For sets of n = 2 elements: the parameters θ' = (−Λ, Γ + 2Λ, b) with
+    f(T X; θ) = f(X; θ') = T f(X; θ), T the swap of the two elements.
+
+    Row 1 of the pre-activation is X_1(Λ + Γ/2) + X_2 Γ/2 + b; swapping X_1, X_2 is the
+    same as replacing (Λ + Γ/2, Γ/2) by (Γ/2, Λ + Γ/2), i.e. Λ' = −Λ, Γ' = Γ + 2Λ
+    (the course's own computation; for n ≥ 3 no such θ' exists when Λ ≠ 0). The map is
+    an involution of the parameter space.
+
+    Raises:
+        ValueError: if the layer is not a DeepSetsLayer on sets of two elements.
+
+    Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
+    """
+    if not isinstance(layer, DeepSetsLayer) or layer.in_shape[0] != 2:
+        raise ValueError(f"need a DeepSetsLayer on sets of n = 2 elements, got {layer!r}")
+    Lam, Gam, b = layer.Lam.detach(), layer.Gam.detach(), layer.bias.detach()
+    return {"Lam": -Lam, "Gam": Gam + 2 * Lam, "bias": b.clone()}
 
 
 class GraphLayer(Layer):
