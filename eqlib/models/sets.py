@@ -266,7 +266,7 @@ class ResidualBlock(Layer):
 
 
 def plant_residual_invariant(d: int, hidden: int, activation: str = "relu", seed: int = 0) -> ResidualBlock:
-    """A residual block invariant under x ↦ −x whose inner layer is not equivariant.
+    """A residual block invariant under x ↦ −x whose inner layer is not linearly equivariant.
 
     Our construction: σ(z) − σ(−z) = z for ReLU and GELU, so with b_1 = 0 and
     W_2 W_1 = −2 I (W_2 = −2 W_1⁺, W_1 of full column rank, hidden ≥ d)
@@ -274,7 +274,8 @@ def plant_residual_invariant(d: int, hidden: int, activation: str = "relu", seed
     f(−x) = −x − 2W_1⁺σ(−W_1x) = −x − 2W_1⁺(σ(W_1x) − W_1x) = f(x).
 
     The inner layer maps −x to σ(−W_1x) = σ(W_1x) − W_1x, which is not a linear
-    function of σ(W_1x) (unit by unit not a function at all); on the latent (x, σ(W_1x)) that the skip carries, g acts by the
+    function of σ(W_1x) for generic W_1 (checked in tests/unit/test_sets.py; unit by unit
+    not a function at all); on the latent (x, σ(W_1x)) that the skip carries, g acts by the
     linear map (x, h) ↦ (−x, h − W_1x), which is not a permutation times a scaling.
 
     Raises:
