@@ -3,7 +3,8 @@
 A Deep Sets layer (Zaheer et al. 2017) and a message-passing layer on a fixed graph tie
 their weights so that *every* parameter value gives an equivariant layer: the group
 acts on the latent space, and the layer absorbs it, instead of moving onto the
-parameters. :func:`adjunction_fit` measures this: it looks for parameters θ' with
+parameters (for sets of n ≥ 3 elements; for n = 2 the swap does move onto the
+parameters, :func:`pair_swap_parameters`). :func:`adjunction_fit` measures this: it looks for parameters θ' with
 ``f(g·x; θ) = f(x; θ')`` (the ordinary adjunction, as a first MLP layer has with
 θ' = W ρ(g)) or ``g^{-1}·f(g·x; θ) = f(x; θ')`` (the generalized one), by least
 squares on the pre-activations, which are linear in θ.
