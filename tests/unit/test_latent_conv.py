@@ -109,3 +109,20 @@ def test_bad_inputs():
         conv_net([3], 5)
     with pytest.raises(ValueError, match="blocks"):
         plant_c4_conv([["trivial"]])
+
+
+def test_plot_conv_filters_rows_agree_for_the_recovered_action():
+    import matplotlib
+    matplotlib.use("Agg")
+    from eqlib.plots.attention import plot_conv_filters
+
+    p = plant_c4_conv(BLOCKS, seed=0)
+    res = recover_conv_actions(p.model, torch.randn(4, 1, 7, 7), p.rho_in, p.rho_out)
+    (W_turned, _), *_ = transport_conv(p.model, C4[1], p.rho_in, p.rho_out)
+    W = p.model.layers[0].weight.detach()
+    fig = plot_conv_filters(W_turned, W, res.k[0]["r"], g_name="r")
+    top = [ax.images[0].get_array() for ax in fig.axes[:8]]
+    bottom = [ax.images[0].get_array() for ax in fig.axes[8:]]
+    assert all(abs(a - b).max() < 1e-5 for a, b in zip(top, bottom))
+    with pytest.raises(ValueError, match="equal shape"):
+        plot_conv_filters(W_turned[:2], W, res.k[0]["r"])
