@@ -51,4 +51,4 @@ def check_residual_invariant(W2, W1, x) -> str:
         err = float((f(-x) - f(x)).norm() / f(x).norm().clamp_min(1e-12))
     require(err < 1e-4, f"f(−x) ≠ f(x) (relative error {err:.3g}); use relu(z) − relu(−z) = z: "
                         "you need W2 W1 = −2 I")
-    return "Correct: the block is invariant although its inner layer is not equivariant."
+    return "Correct: W2 W1 = −2 I, so the block is invariant under x ↦ −x."

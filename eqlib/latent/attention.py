@@ -46,6 +46,7 @@ __all__ = [
     "AttentionLatentAction",
     "recover_attention_action",
     "recover_attention_network",
+    "hide_attention_network",
     "PlantedAttention",
     "plant_attention_equivariant",
 ]
@@ -308,6 +309,10 @@ class AttentionLatentAction:
         positional_residual: ‖Π_g P R_gᵀ − P‖/‖P‖ (0 iff P is equivariant; None w/o P).
         maps_residual: ‖maps(g·X)[τ(h)] − Π maps(X)[h] Πᵀ‖ / ‖maps(g·X)‖.
         output_residual: ‖f(g·X) − g·f(X)‖ / ‖f(X)‖.
+        head_space_residual: max over heads of ‖Y_{τ(h)}(g·X) − Π_g Y_h(X) B_h^{-1}‖ / ‖·‖,
+            Y_h the head value outputs (:meth:`MultiHeadAttention.head_values`): the
+            latent action on the per-head space (R^{n×d_v})^H.
+        S: the action S_g on output features that was used (d_out, d_out).
         tol: the tolerance behind :attr:`equivariant`.
 
     Chapter: *Attention*.
@@ -325,6 +330,8 @@ class AttentionLatentAction:
     positional_residual: dict[str, float | None] = field(default_factory=dict)
     maps_residual: dict[str, float] = field(default_factory=dict)
     output_residual: dict[str, float] = field(default_factory=dict)
+    head_space_residual: dict[str, float] = field(default_factory=dict)
+    S: dict[str, Tensor] = field(default_factory=dict)
     tol: float = 1e-4
 
     @property
@@ -333,7 +340,8 @@ class AttentionLatentAction:
         token permutations agree, for every element."""
         for g in self.head_perm:
             worst = max(float(self.head_residual[g].max()), self.basis_residual[g], self.maps_residual[g],
-                        self.output_residual[g], self.positional_residual[g] or 0.0)
+                        self.output_residual[g], self.positional_residual[g] or 0.0,
+                        self.head_space_residual.get(g, 0.0))
             if not worst <= self.tol:
                 return False
             if not np.array_equal(self.head_perm[g], self.head_perm_maps[g]):
@@ -347,9 +355,20 @@ class AttentionLatentAction:
         G = self.group
         return _first_non_homomorphism(G, np.stack([self.head_perm[g.name] for g in G])) is None
 
+    def feature_homomorphism_error(self) -> float:
+        """max over pairs (a, b) of ‖S_{ab} − S_a S_b‖ / ‖S_{ab}‖: whether g ↦ S_g, the
+        action on output features, is a homomorphism."""
+        G, worst = self.group, 0.0
+        for a in G:
+            for b in G:
+                Sab = self.S[(a @ b).name]
+                worst = max(worst, float((Sab - self.S[a.name] @ self.S[b.name]).norm() / Sab.norm()))
+        return worst
+
     def worst_residual(self) -> float:
         return max(max(float(self.head_residual[g].max()), self.basis_residual[g], self.maps_residual[g],
-                       self.output_residual[g], self.positional_residual[g] or 0.0) for g in self.head_perm)
+                       self.output_residual[g], self.positional_residual[g] or 0.0,
+                       self.head_space_residual.get(g, 0.0)) for g in self.head_perm)
 
     def summary(self) -> str:
         lines = [f"latent action of {self.group.name} on an attention layer: "
@@ -364,7 +383,8 @@ class AttentionLatentAction:
                 + ("" if np.array_equal(self.token_perm[g], self.token_perm_given[g]) else
                    f" (input action: {self.token_perm_given[g].tolist()})")
                 + f"; residuals: heads {float(self.head_residual[g].max()):.2g}, bases {self.basis_residual[g]:.2g}, "
-                f"maps {self.maps_residual[g]:.2g}, output {self.output_residual[g]:.2g}"
+                f"maps {self.maps_residual[g]:.2g}, output {self.output_residual[g]:.2g}, "
+                f"head space {self.head_space_residual.get(g, float('nan')):.2g}"
                 + ("" if pos is None else f", positional {pos:.2g}"))
         return "\n".join(lines)
 
@@ -447,6 +467,11 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
                                             / maps_gx.norm().clamp_min(1e-12))
             g_fx = action_in.permute_tokens(g, fx) @ S.T
             res.output_residual[name] = float((layer(gx) - g_fx).norm() / fx.norm().clamp_min(1e-12))
+            res.S[name] = S.clone()
+            # the per-head space: Y_{τ(h)}(g·X) = Π_g Y_h(X) B_h^{-1}
+            y_gx = layer.head_values(gx)[:, torch.as_tensor(tau)]
+            y_moved = action_in.permute_tokens(g, layer.head_values(x)) @ torch.linalg.pinv(B)[None]
+            res.head_space_residual[name] = float(_rel(y_gx.transpose(0, 1), y_moved.transpose(0, 1)).max())
     return res
 
 
@@ -455,14 +480,16 @@ def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, out
     """Layer-by-layer latent actions of a stack of attention layers.
 
     Tokens are permuted by Π_g in every latent space V_i. The action on the features of
-    an intermediate V_i is not known in advance (any S ∈ GL(d_i) can be absorbed by
-    W_O of layer i and W_Q, W_K, W_V of layer i+1), so it is fitted by least squares,
+    an intermediate V_i is not known in advance (any M ∈ GL(d_i) can be absorbed by
+    W_O ↦ W_O Mᵀ in layer i and W_{Q,K,V} ↦ M^{-ᵀ} W_{Q,K,V}, P_{i+1} ↦ P_{i+1} Mᵀ in
+    layer i+1), so it is fitted by least squares,
     ``f_{≤i}(X) S_gᵀ ≈ Π_g^{-1} f_{≤i}(g·X)`` (driver ``gelsd``), and then used as the
     input action of layer i+1.
 
     Args:
         net: a :class:`~eqlib.models.Model` of MultiHeadAttention layers (positional
-            encodings, if any, in the first layer).
+            encodings allowed in any layer: P_{i+1} must then satisfy
+            Π_g P_{i+1} S_gᵀ = P_{i+1} with the fitted S_g).
         action_in: the action on input tokens.
         x: probe inputs (N, n, d_0); the outputs of every layer but the last must
             span their latent space (else ValueError).
@@ -507,6 +534,53 @@ def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, out
             h = layer(h)
             act = TokenAction(G, feat, token_perms=action_in.perms)
     return results
+
+
+def hide_attention_network(net: Model, seed: int = 0, log_scale: float = 0.5,
+                           heads: bool = True) -> tuple[Model, list[Tensor]]:
+    """A copy of a stack of attention layers hidden by a random parameter symmetry.
+
+    Every layer gets a random attention symmetry (head permutation and per-head bases,
+    :func:`eqlib.symmetries.sample_attention_symmetry`), and every intermediate space
+    V_i = R^{n×d_i} a random change of feature basis M_i ∈ GL(d_i):
+    W_O^{(i)} ↦ W_O^{(i)} M_iᵀ in layer i and W_{Q,K,V}^{(i+1)} ↦ M_i^{-ᵀ} W_{Q,K,V}^{(i+1)},
+    P_{i+1} ↦ P_{i+1} M_iᵀ in layer i+1. The function does not change; a feature action
+    S_g on V_i becomes M_i S_g M_i^{-1}.
+
+    Args:
+        net: a Model of MultiHeadAttention layers.
+        seed: seed of everything random.
+        log_scale: the singular values of M_i lie in [e^{-log_scale}, e^{log_scale}].
+        heads: also apply the per-layer attention symmetries (False: only the M_i).
+
+    Returns:
+        (hidden network, [M_1, …, M_{L-1}]).
+
+    Chapter: *Attention* (book/part2/07_attention).
+    """
+    import copy
+
+    from ..symmetries import _random_invertible, apply_attention_symmetry, sample_attention_symmetry
+
+    layers = list(net.layers) if isinstance(net, Model) else None
+    if not layers or not all(isinstance(l, MultiHeadAttention) for l in layers):
+        raise TypeError("net must be a Model whose layers are all MultiHeadAttention layers")
+    gen = torch.Generator().manual_seed(int(seed))
+    new = [apply_attention_symmetry(l, sample_attention_symmetry(l, seed=gen)) if heads else copy.deepcopy(l)
+           for l in layers]
+    Ms = []
+    with torch.no_grad():
+        for i in range(len(new) - 1):
+            d = new[i].out_shape[1]
+            M = _random_invertible(1, d, gen, log_scale)[0]
+            Mit = torch.linalg.inv(M).T
+            new[i].W_O.copy_(new[i].W_O @ M.T)
+            for name in ("W_Q", "W_K", "W_V"):
+                getattr(new[i + 1], name).copy_(Mit @ getattr(new[i + 1], name))
+            if new[i + 1].P is not None:
+                new[i + 1].P.copy_(new[i + 1].P @ M.T)
+            Ms.append(M)
+    return Model([copy.deepcopy(l) for l in new]), Ms
 
 
 # -- planting -------------------------------------------------------------------------

@@ -62,6 +62,16 @@ class MultiHeadAttention(Layer):
         k = torch.einsum("bnd,hdk->bhnk", z, self.W_K)
         return torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(self.d_k), dim=-1)
 
+    def head_values(self, x: torch.Tensor) -> torch.Tensor:
+        """Each head's value output Y_h = maps_h(X) Z W_V^h before W_O, shape (N, H, n, d_v).
+
+        The layer is f(X) = Σ_h Y_h W_O^h: the Y_h are coordinates of the per-head space
+        (R^{n×d_v})^H on which head permutations and the value bases B_h act.
+        """
+        z = x + self.P if self.P is not None else x
+        v = torch.einsum("bnd,hdv->bhnv", z, self.W_V)
+        return self.attention_maps(x) @ v
+
     def head_outputs(self, x: torch.Tensor) -> torch.Tensor:
         """Each head's contribution to the output, shape (N, H, n_tokens, d_out)."""
         z = x + self.P if self.P is not None else x

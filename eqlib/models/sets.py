@@ -3,7 +3,8 @@
 A Deep Sets layer (Zaheer et al. 2017) and a message-passing layer on a fixed graph tie
 their weights so that *every* parameter value gives an equivariant layer: the group
 acts on the latent space, and the layer absorbs it, instead of moving onto the
-parameters. :func:`adjunction_fit` measures this: it looks for parameters θ' with
+parameters (for sets of n ≥ 3 elements; for n = 2 the swap does move onto the
+parameters, :func:`pair_swap_parameters`). :func:`adjunction_fit` measures this: it looks for parameters θ' with
 ``f(g·x; θ) = f(x; θ')`` (the ordinary adjunction, as a first MLP layer has with
 θ' = W ρ(g)) or ``g^{-1}·f(g·x; θ) = f(x; θ')`` (the generalized one), by least
 squares on the pre-activations, which are linear in θ.
@@ -25,7 +26,7 @@ from ..groups import FiniteGroup, GroupElement, from_permutations
 from .base import Layer
 from .mlp import ACTIVATIONS, _generator
 
-__all__ = ["DeepSetsLayer", "GraphLayer", "cycle_graph", "cycle_automorphisms", "AdjunctionFit",
+__all__ = ["DeepSetsLayer", "pair_swap_parameters", "GraphLayer", "cycle_graph", "cycle_automorphisms", "AdjunctionFit",
            "adjunction_fit", "ResidualBlock", "plant_residual_invariant"]
 
 Tensor = torch.Tensor
@@ -65,6 +66,26 @@ class DeepSetsLayer(Layer):
 
     def forward(self, x: Tensor) -> Tensor:
         return ACTIVATIONS[self.activation](self.preactivation(x))
+
+
+def pair_swap_parameters(layer: DeepSetsLayer) -> dict[str, Tensor]:
+    """For sets of n = 2 elements: the parameters θ' = (−Λ, Γ + 2Λ, b) with
+    f(T X; θ) = f(X; θ') = T f(X; θ), T the swap of the two elements.
+
+    Row 1 of the pre-activation is X_1(Λ + Γ/2) + X_2 Γ/2 + b; swapping X_1, X_2 is the
+    same as replacing (Λ + Γ/2, Γ/2) by (Γ/2, Λ + Γ/2), i.e. Λ' = −Λ, Γ' = Γ + 2Λ
+    (the course's own computation; for n ≥ 3 no such θ' exists when Λ ≠ 0). The map is
+    an involution of the parameter space.
+
+    Raises:
+        ValueError: if the layer is not a DeepSetsLayer on sets of two elements.
+
+    Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
+    """
+    if not isinstance(layer, DeepSetsLayer) or layer.in_shape[0] != 2:
+        raise ValueError(f"need a DeepSetsLayer on sets of n = 2 elements, got {layer!r}")
+    Lam, Gam, b = layer.Lam.detach(), layer.Gam.detach(), layer.bias.detach()
+    return {"Lam": -Lam, "Gam": Gam + 2 * Lam, "bias": b.clone()}
 
 
 class GraphLayer(Layer):
@@ -246,7 +267,7 @@ class ResidualBlock(Layer):
 
 
 def plant_residual_invariant(d: int, hidden: int, activation: str = "relu", seed: int = 0) -> ResidualBlock:
-    """A residual block invariant under x ↦ −x whose inner layer is not equivariant.
+    """A residual block invariant under x ↦ −x whose inner layer is not linearly equivariant.
 
     Our construction: σ(z) − σ(−z) = z for ReLU and GELU, so with b_1 = 0 and
     W_2 W_1 = −2 I (W_2 = −2 W_1⁺, W_1 of full column rank, hidden ≥ d)
@@ -254,7 +275,8 @@ def plant_residual_invariant(d: int, hidden: int, activation: str = "relu", seed
     f(−x) = −x − 2W_1⁺σ(−W_1x) = −x − 2W_1⁺(σ(W_1x) − W_1x) = f(x).
 
     The inner layer maps −x to σ(−W_1x) = σ(W_1x) − W_1x, which is not a linear
-    function of σ(W_1x) (unit by unit not a function at all); on the latent (x, σ(W_1x)) that the skip carries, g acts by the
+    function of σ(W_1x) for generic W_1 (checked in tests/unit/test_sets.py; unit by unit
+    not a function at all); on the latent (x, σ(W_1x)) that the skip carries, g acts by the
     linear map (x, h) ↦ (−x, h − W_1x), which is not a permutation times a scaling.
 
     Raises:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-__all__ = ["plot_attention_maps", "plot_adjunction_residuals"]
+__all__ = ["plot_attention_maps", "plot_adjunction_residuals", "plot_conv_filters"]
 
 
 def plot_attention_maps(maps_x: torch.Tensor, maps_gx: torch.Tensor, head_perm: Sequence[int],
@@ -82,5 +82,50 @@ def plot_adjunction_residuals(names: Sequence[str], ordinary: Sequence[float], g
     ax.set_xticks(x, names)
     ax.set_ylabel("relative size")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_conv_filters(turned: torch.Tensor, weight: torch.Tensor, k: torch.Tensor, g_name: str = "g"):
+    """First-layer filters of a conv net and their latent action.
+
+    Top row: the filters turned back by g, rot_g⁻¹ W[c]; bottom row: the filter that
+    k(g) assigns to each, sign_c · W[perm[c]] with (k z)_c = sign_c z_{perm[c]}. For a
+    layer related by k(g) (``rot_g⁻¹ W = k(g) W``) the rows agree. Filters with several
+    input channels show channel 0.
+
+    Args:
+        turned: (C, C_in, k, k) filters rot_g⁻¹ W (e.g. from
+            :func:`eqlib.latent.conv.transport_conv`).
+        weight: (C, C_in, k, k) filters W.
+        k: (C, C) signed permutation matrix.
+        g_name: name of g for the titles.
+
+    Returns:
+        A matplotlib Figure.
+
+    Chapter: *Attention and convolutions* (book/part2/07_attention).
+    """
+    import matplotlib.pyplot as plt
+
+    turned, weight, k = (torch.as_tensor(t).detach() for t in (turned, weight, k))
+    C = weight.shape[0]
+    if turned.shape != weight.shape or weight.dim() != 4 or k.shape != (C, C):
+        raise ValueError(f"need filters of equal shape (C, C_in, k, k) and a (C, C) matrix, got "
+                         f"{tuple(turned.shape)}, {tuple(weight.shape)} and {tuple(k.shape)}")
+    perm = k.abs().argmax(1)
+    signs = k[torch.arange(C), perm]
+    matched = signs[:, None, None, None] * weight[perm]
+    vmax = float(weight.abs().max())
+    fig, axes = plt.subplots(2, C, figsize=(1.1 * C, 2.6), squeeze=False)
+    for c in range(C):
+        for row, (f, title) in enumerate([(turned[c, 0], f"rot⁻¹ W[{c}]"),
+                                          (matched[c, 0], f"{'+' if signs[c] > 0 else '−'}W[{int(perm[c])}]")]):
+            ax = axes[row, c]
+            ax.imshow(f.numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+            ax.set_title(title, fontsize=7)
+            ax.set_xticks([]), ax.set_yticks([])
+    axes[0, 0].set_ylabel(f"turned by {g_name}⁻¹", fontsize=7)
+    axes[1, 0].set_ylabel(f"k({g_name}) W", fontsize=7)
     fig.tight_layout()
     return fig

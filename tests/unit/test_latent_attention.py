@@ -155,3 +155,70 @@ def test_two_layer_network_layer_by_layer():
                                        out_features=act.feature_action, d_k=2, d_v=2, positional=False, seed=1)
     with pytest.raises(ValueError, match="unused directions"):
         recover_attention_network(Model([degenerate.layer, tail.layer]), act, x)
+
+
+def _planted_two_layers(seed):
+    from eqlib.actions import permutation
+    from eqlib.models import Model
+
+    act = patch_mirror_action(SHAPE, PATCH)                      # 6 tokens of dimension 4
+    G = act.group
+    hidden = permutation(G, {G["e"]: list(range(6)), G["m"]: [1, 0, 3, 2, 4, 5]})
+    first = plant_attention_equivariant(act, np.array([[0, 1, 2], [1, 0, 2]]), d_out=6, out_features=hidden,
+                                        d_k=3, d_v=3, seed=seed)
+    second = plant_attention_equivariant(TokenAction(G, hidden, token_perms=act.perms),
+                                         np.array([[0, 1, 2, 3], [1, 0, 3, 2]]), d_out=4,
+                                         out_features=act.feature_action, d_k=3, d_v=3, positional=True,
+                                         seed=seed + 1)
+    return act, hidden, first, second, Model([first.layer, second.layer])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_deep_attention_hidden_by_feature_basis_recovered_layer_by_layer(seed):
+    from eqlib.latent.attention import hide_attention_network, recover_attention_network
+
+    act, hidden, first, second, net = _planted_two_layers(seed)
+    hid, Ms = hide_attention_network(net, seed=seed + 5, heads=False)
+    x = patchify(torch.randn(12, *SHAPE, generator=torch.Generator().manual_seed(seed)), PATCH)
+    with torch.no_grad():
+        torch.testing.assert_close(hid(x), net(x), atol=1e-5, rtol=1e-4)       # same function
+        assert (hid.layers[1].W_Q - net.layers[1].W_Q).abs().max() > 1e-2    # other parameters
+    reports = recover_attention_network(hid, act, x)
+    m = act.group["m"]
+    for r, planted in zip(reports, (first, second)):
+        assert r.equivariant, r.summary()
+        assert r.is_homomorphism() and r.feature_homomorphism_error() < 1e-4
+        assert r.head_perm["m"].tolist() == planted.head_perm["m"].tolist()
+        assert r.token_perm["m"].tolist() == act.token_permutation(m).tolist()
+        assert r.head_space_residual["m"] < 1e-4
+    # the fitted action on V_1 is the planted one in the hidden basis: M S M^{-1}
+    S1 = reports[0].S["m"]
+    torch.testing.assert_close(S1, Ms[0] @ hidden.matrix(m) @ torch.linalg.inv(Ms[0]), atol=1e-4, rtol=1e-4)
+    assert not torch.allclose(S1, hidden.matrix(m), atol=1e-2)              # hidden, not a permutation
+
+
+def test_hide_attention_network_with_head_symmetries_keeps_function():
+    from eqlib.latent.attention import hide_attention_network, recover_attention_network
+
+    act, _, first, second, net = _planted_two_layers(3)
+    hid, Ms = hide_attention_network(net, seed=9)
+    x = patchify(torch.randn(12, *SHAPE, generator=torch.Generator().manual_seed(3)), PATCH)
+    with torch.no_grad():
+        torch.testing.assert_close(hid(x), net(x), atol=1e-5, rtol=1e-4)
+    reports = recover_attention_network(hid, act, x)
+    assert all(r.equivariant for r in reports) and len(Ms) == 1
+    # hiding conjugates τ: the cycle type (number of fixed heads) is kept
+    for r, planted in zip(reports, (first, second)):
+        assert sorted(np.bincount(r.head_perm["m"] == np.arange(len(r.head_perm["m"])), minlength=2)) == sorted(
+            np.bincount(planted.head_perm["m"] == np.arange(len(planted.head_perm["m"])), minlength=2))
+    with pytest.raises(TypeError, match="MultiHeadAttention"):
+        hide_attention_network(MultiHeadAttention(6, 4, 4, 2))
+
+
+def test_head_space_action_fails_for_a_random_layer():
+    act = patch_mirror_action(SHAPE, PATCH)
+    layer = MultiHeadAttention(6, 4, 4, heads=3, d_k=2, d_v=2, positional=True, seed=4)
+    x = patchify(torch.randn(6, *SHAPE), PATCH)
+    res = recover_attention_action(layer, act, x)
+    assert not res.equivariant and res.head_space_residual["m"] > 1e-2
+    assert res.feature_homomorphism_error() < 1e-6                         # the given S is an action
