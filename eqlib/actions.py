@@ -82,6 +82,7 @@ class Action:
         if x.shape[-1:] == (self.dim,):
             return x, lambda y: y
         raise ValueError(
+            f"x must have shape (..., {', '.join(map(str, self.shape))}) or (..., {self.dim}): "
             f"{type(self).__name__} acts on vectors of shape {self.shape} (or flat {self.dim}), "
             f"got a tensor of shape {tuple(x.shape)}"
         )

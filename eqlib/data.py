@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from .io import CorruptFileError, atomic_write, cache_dir, warn_once
-from .validation import check_tensor
+from .validation import check_float, check_int, check_tensor
 
 __all__ = [
     "CLASSES",
@@ -769,8 +769,7 @@ def random_mirror(
     _check_images(x, "random_mirror")
     if x.ndim != 4:
         raise ValueError(f"random_mirror needs a batch (N, C, H, W), got {tuple(x.shape)}")
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be a probability in [0, 1], got {p}")
+    p = check_float("p (a probability)", p, 0.0, 1.0)
     if isinstance(generator, int):
         generator = torch.Generator(device=x.device).manual_seed(generator)
     mask = torch.rand(x.shape[0], generator=generator, device=x.device) < p
@@ -785,9 +784,8 @@ def rotate90(x: torch.Tensor, k: int = 1) -> torch.Tensor:
     Chapter: *Groups and actions*.
     """
     _check_images(x, "rotate90")
-    if int(k) != k:
-        raise ValueError(f"k must be an integer number of quarter turns, got {k}")
-    return torch.rot90(x, int(k), dims=(-2, -1))
+    k = check_int("k (quarter turns)", k)
+    return torch.rot90(x, k, dims=(-2, -1))
 
 
 def normalize(
@@ -806,6 +804,11 @@ def normalize(
     if x.dtype != torch.uint8:
         raise ValueError(f"normalize expects uint8 images in 0..255, got {x.dtype}")
     c = x.shape[-3]
+    for name, values in (("mean", mean), ("std", std)):
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or len(values) != c:
+            raise ValueError(f"{name} must hold {c} numbers (one per channel), got {values!r}")
+        for i, v in enumerate(values):
+            check_float(f"{name}[{i}]", v, 0.0 if name == "std" else None, low_open=True)
     m = torch.as_tensor(mean, dtype=torch.float32, device=x.device)
     s = torch.as_tensor(std, dtype=torch.float32, device=x.device)
     if m.shape != (c,) or s.shape != (c,):
@@ -826,9 +829,10 @@ def subset(dataset: CIFAR10, n: int, seed: int = 0, stratified: bool = True) -> 
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    if not 1 <= n <= len(dataset):
-        raise ValueError(f"n must be in 1..{len(dataset)}, got {n}")
-    gen = torch.Generator().manual_seed(int(seed))
+    if not isinstance(dataset, CIFAR10):
+        raise TypeError(f"dataset must be a CIFAR10, got {type(dataset).__name__}")
+    n = check_int("n", n, 1, len(dataset))
+    gen = torch.Generator().manual_seed(check_int("seed", seed, 0))
     if not stratified:
         idx = torch.randperm(len(dataset), generator=gen)[:n]
     else:

@@ -241,6 +241,7 @@ def penalty_weight_at(config: TrainConfig, progress: float) -> float:
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
+    check_float("progress", progress, 0.0, 1.0)
     if config.penalty == "none" or config.penalty_weight == 0:
         return 0.0
     if progress < config.penalty_start:
@@ -255,6 +256,7 @@ def learning_rate_at(config: TrainConfig, progress: float) -> float:
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
+    check_float("progress", progress, 0.0, 1.0)
     if config.schedule == "constant":
         return float(config.lr)
     if config.warmup > 0 and progress < config.warmup:
@@ -275,6 +277,11 @@ def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tens
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
+    batch_size = check_int("batch_size", batch_size, 1)
+    check_tensor("images", images, ndim=4, nonempty=True)
+    check_tensor("labels", labels, ndim=1, dtypes="integer")
+    if labels.shape[0] != images.shape[0]:
+        raise ValueError(f"labels must have one entry per image ({images.shape[0]}), got {tuple(labels.shape)}")
     dev = default_device(device) if device is not None else next(model.parameters()).device
     was_training = model.training
     model.eval()

@@ -5,6 +5,7 @@ Chapter: *Models, latent spaces and submodels* (book/part1/03_models_and_submode
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 
 import torch
@@ -105,7 +106,12 @@ class MLP(Model):
                 acts.append("identity")
             if len(acts) != L:
                 raise ValueError(f"need {L - 1} or {L} activations for {L} layers, got {len(acts)}")
-        scales = [init_scale] * L if isinstance(init_scale, (int, float)) else list(init_scale)
+        if isinstance(init_scale, numbers.Real):
+            scales = [init_scale] * L
+        elif isinstance(init_scale, (list, tuple)):
+            scales = list(init_scale)
+        else:
+            raise TypeError(f"init_scale must be a number or a list of {L} numbers, got {show(init_scale)}")
         if len(scales) != L:
             raise ValueError(f"init_scale must be one number or {L} (one per layer), got {show(init_scale)}")
         gen = _generator(seed)
