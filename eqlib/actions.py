@@ -198,6 +198,10 @@ class PermutationAction(Action):
             raise ValueError(f"generator_index must give an index map for every generator; missing {missing}")
         dim = len(next(iter(generator_index.values())))
         gen_p = [np.asarray(generator_index[s], dtype=np.int64) for s in group.generators]
+        for s, p in zip(group.generators, gen_p):
+            if p.shape != (dim,) or not np.array_equal(np.sort(p), np.arange(dim)):
+                raise ValueError(f"generator_index[{s.name}] must be a permutation of 0..{dim - 1}, "
+                                 f"got {p.tolist()[:10]}")
         gen_s = [
             np.asarray(generator_signs[s], dtype=np.float64) if generator_signs else np.ones(dim)
             for s in group.generators

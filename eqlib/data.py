@@ -387,6 +387,7 @@ def _decode_all(items: list[tuple[str, bytes]], workers: int | None) -> np.ndarr
     if workers is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         workers = min(4, cpus)
+    workers = check_int("workers", workers, 0)  # 0 and 1: decode in-process
     if workers <= 1 or len(items) < _PARALLEL_MIN:
         return _decode(items)
     import concurrent.futures as cf

@@ -379,6 +379,8 @@ def apply_symmetry(model: MLP, ks: Sequence[SymmetryElement | None], check: bool
     for i, (k, K) in enumerate(zip(ks, groups), start=1):
         if k is None:
             continue
+        if not isinstance(k, SymmetryElement):
+            raise TypeError(f"ks[{i - 1}] must be a SymmetryElement or None, got {type(k).__name__}")
         if k.dim != K.dim:
             raise ValueError(f"k_{i} acts on R^{k.dim} but hidden layer {i} has width {K.dim}")
         if check and not K.contains(k, tol):

@@ -96,6 +96,9 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {METHODS}")
+    for name, rho in (("rho_in", rho_in), ("rho_out", rho_out)):
+        if not isinstance(rho, Action):
+            raise TypeError(f"{name} must be an eqlib Action, got {type(rho).__name__}")
     if tol is not None:
         check_float("tol", tol, 0.0)
     check_int("num_probes", num_probes, 1), check_int("seed", seed, 0)

@@ -66,6 +66,7 @@ def relative_errors(A: Tensor, X: Tensor, Y: Tensor, chunk: int = 65536) -> Tens
 
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
     """
+    chunk = check_int("chunk", chunk, 1)
     out = []
     At = A.T.to(X.dtype)
     for s in range(0, X.shape[0], chunk):
