@@ -157,3 +157,18 @@ def test_errors():
     red = reduce(MLP([3, 4, 2], "tanh", seed=1))
     with pytest.raises(ValueError, match="widths"):
         red.beta(MLP([3, 5, 2], "tanh"))
+
+
+# -- bad input names the argument (issue 16) ----------------------------------------------------
+@pytest.mark.parametrize("call,message", [
+    (lambda net: reduce(net, tol=float("inf")), "tol must be a finite number >= 0"),
+    (lambda net: reduce(net, tol="small"), "tol must be a finite number"),
+    (lambda net: reduce(net, max_passes=0), "max_passes must be an integer >= 1"),
+    (lambda net: find_clones(net, tol=-1e-3), "tol must be a finite number >= 0"),
+    (lambda net: plant_degenerate(net, n_dead=1.5), "n_dead must be an integer >= 0"),
+    (lambda net: plant_degenerate(net, seed=-3), "seed must be an integer >= 0"),
+    (lambda net: reduce(net).diagram_errors(torch.zeros(0, 4)), "x must not be empty"),
+])
+def test_submodel_arguments_are_checked(call, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        call(MLP([4, 5, 3], activations="tanh", seed=0))
