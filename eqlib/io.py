@@ -4,9 +4,10 @@ An interrupted write never leaves a corrupt file: everything is written to a tem
 file in the same folder, flushed to disk, and moved into place with ``os.replace``; the
 temporary files of a killed writer are removed by the next run (only those whose
 process is gone, or that are an hour old, so a concurrent writer is left alone).
-:func:`save_torch` stores a SHA-256 of the payload in a small header and
-:func:`load_torch` verifies it before ``torch.load(..., weights_only=True)``, so a
-damaged checkpoint is reported, never loaded silently wrong.
+:func:`save_torch` stores a SHA-256 of the file in the zip comment of ``torch.save``'s
+archive (so ``torch.load`` still reads it) and :func:`load_torch` verifies it before
+``torch.load(..., weights_only=True)``: a damaged checkpoint is reported, never loaded
+silently wrong.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
 """
@@ -33,7 +34,8 @@ __all__ = ["cache_dir", "config_hash", "atomic_write", "save_torch", "load_torch
 #: errors that mean "this cache cannot be written" (read-only, full, no permission, ...);
 #: torch reports a full disk while serialising as a RuntimeError
 CACHE_WRITE_ERRORS = (OSError, RuntimeError)
-_TORCH_MAGIC = b"EQLIB-TORCH-SHA256-1\n"
+_SEAL = b"eqlib-sha256:"  # the zip comment: this prefix and 64 hex digits
+_SEAL_LEN = len(_SEAL) + 64
 #: a temporary file untouched this long is stale whatever its writer (writes touch it often)
 _STALE_SECONDS = 3600
 _warned: set[str] = set()
@@ -148,15 +150,20 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) ->
 
 def save_torch(obj: Any, path: str | os.PathLike) -> Path:
     """``torch.save`` through :func:`atomic_write` (tensors, dicts, lists, numbers only),
-    behind a header holding the SHA-256 of the payload (checked by :func:`load_torch`)."""
+    sealed with the SHA-256 of the archive in its zip comment (checked by :func:`load_torch`;
+    plain ``torch.load`` ignores it)."""
     buffer = io.BytesIO()
     torch.save(obj, buffer)
-    payload = buffer.getbuffer()
-    digest = hashlib.sha256(payload).digest()
+    archive = buffer.getbuffer()
+    # a zip ends with its 22-byte end-of-central-directory record; torch writes no comment
+    if bytes(archive[-22:-18]) != b"PK\x05\x06" or bytes(archive[-2:]) != b"\x00\x00":
+        raise RuntimeError("torch.save wrote an unexpected format: cannot seal it with a checksum")
+    body = archive[:-2]
+    seal = _SEAL + hashlib.sha256(body).hexdigest().encode()
 
     def write(f):
-        f.write(_TORCH_MAGIC + digest)
-        f.write(payload)
+        f.write(body)
+        f.write(len(seal).to_bytes(2, "little") + seal)
 
     return atomic_write(path, write)
 
@@ -172,15 +179,16 @@ def load_torch(path: str | os.PathLike, map_location: str | torch.device | None 
         data = path.read_bytes()
     except OSError as exc:
         raise CorruptFileError(f"{path} could not be read ({exc}); delete it to rebuild the cache") from exc
-    head = len(_TORCH_MAGIC) + 32
-    if not data.startswith(_TORCH_MAGIC) or len(data) < head:
-        raise CorruptFileError(f"{path} has no eqlib integrity header (damaged, or written by an older "
+    end = len(data) - _SEAL_LEN - 2  # where the comment length field starts
+    sealed = end >= 20 and data[end:end + 2] == _SEAL_LEN.to_bytes(2, "little")
+    if not sealed or data[end + 2:end + 2 + len(_SEAL)] != _SEAL:
+        raise CorruptFileError(f"{path} has no eqlib integrity checksum (damaged, or written by an older "
                                "eqlib); delete it to rebuild the cache")
-    if hashlib.sha256(memoryview(data)[head:]).digest() != data[len(_TORCH_MAGIC):head]:
+    if hashlib.sha256(memoryview(data)[:end]).hexdigest().encode() != data[end + 2 + len(_SEAL):]:
         raise CorruptFileError(f"{path} fails its SHA-256 check (the file was damaged); delete it to "
                                "rebuild the cache")
     try:
-        return torch.load(io.BytesIO(memoryview(data)[head:]), map_location=map_location, weights_only=True)
+        return torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
     except Exception as exc:  # pickle with forbidden globals, ...
         raise CorruptFileError(f"{path} could not be loaded safely ({exc.__class__.__name__}: {exc}); "
                                "delete it to rebuild the cache") from exc

@@ -95,7 +95,7 @@ def test_load_torch_refuses_code(tmp_path):
     marker = tmp_path / "pwned"
     raw, sealed = tmp_path / "evil.pt", tmp_path / "evil-sealed.pt"
     torch.save({"w": _Evil(marker)}, raw)
-    with pytest.raises(CorruptFileError, match="no eqlib integrity header"):
+    with pytest.raises(CorruptFileError, match="no eqlib integrity checksum"):
         eio.load_torch(raw)
     # an attacker who also writes a valid checksum still meets the weights-only unpickler
     eio.save_torch({"w": _Evil(marker)}, sealed)
@@ -123,9 +123,16 @@ def test_load_torch_detects_any_damage_by_its_checksum(tmp_path, damage):
     else:
         data += b"x"
     path.write_bytes(bytes(data))
-    with pytest.raises(CorruptFileError, match="SHA-256|loaded safely") as info:
+    with pytest.raises(CorruptFileError, match="SHA-256|integrity checksum|loaded safely") as info:
         eio.load_torch(path)
     assert str(path) in str(info.value)
+
+
+def test_sealed_files_stay_readable_by_plain_torch_load(tmp_path):
+    path = tmp_path / "m.pt"
+    eio.save_torch({"w": torch.arange(4), "epoch": 3}, path)
+    plain = torch.load(path, weights_only=True)
+    assert plain["epoch"] == 3 and torch.equal(plain["w"], torch.arange(4))
 
 
 def _fake_orphan(folder, name, pid, age_s=0.0):
