@@ -43,7 +43,11 @@ _cleaned: set[Path] = set()
 
 
 def warn_once(key: str, message: str, stacklevel: int = 3) -> None:
-    """``warnings.warn(message)`` the first time ``key`` is seen in this process."""
+    """``warnings.warn(message)`` the first time ``key`` is seen in this process (an optional
+    cache that cannot be written says so once, not at every write).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
     if key not in _warned:
         _warned.add(key)
         warnings.warn(message, stacklevel=stacklevel)
@@ -78,7 +82,10 @@ def _writer_alive(tmp: Path) -> bool:
 def clean_stale_temporaries(folder: str | os.PathLike, name: str = "*") -> list[Path]:
     """Remove the temporary files ``.<name>.*.tmp`` that :func:`atomic_write` left in
     ``folder`` when its process was killed: those whose writer process is gone (same host)
-    or untouched for an hour. Returns the removed paths; never raises."""
+    or untouched for an hour. Returns the removed paths; never raises.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
     removed = []
     try:
         candidates = list(Path(folder).glob(f".{name}.*.tmp"))

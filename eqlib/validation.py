@@ -2,11 +2,11 @@
 
 Each check raises ``TypeError`` (wrong kind of value) or ``ValueError`` (right kind,
 wrong value) with a message that names the argument, shows the value and says what
-was expected, e.g. ``epochs must be an integer >= 1, got 2.5``. This module sits at
-the bottom of the layering and imports nothing from eqlib.
+was expected, e.g. ``TrainConfig.epochs must be an integer >= 1, got 2.5``. This module
+sits at the bottom of the layering and imports nothing from eqlib.
 
-Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp), where the
-trainer's settings are checked; used by every module.
+Chapter: none explains these helpers (they are the library's plumbing); their errors
+show up wherever a chapter calls eqlib with a wrong argument.
 """
 from __future__ import annotations
 

@@ -8,8 +8,6 @@ by ``reduce``.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
