@@ -278,10 +278,7 @@ def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tens
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     batch_size = check_int("batch_size", batch_size, 1)
-    check_tensor("images", images, ndim=4, nonempty=True)
-    check_tensor("labels", labels, ndim=1, dtypes="integer")
-    if labels.shape[0] != images.shape[0]:
-        raise ValueError(f"labels must have one entry per image ({images.shape[0]}), got {tuple(labels.shape)}")
+    _check_data(images, labels, "classify")
     dev = default_device(device) if device is not None else next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -594,7 +591,12 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
         raise TypeError(f"data must be a pair (images, labels), got {show(data)}")
     images, labels = data
     _check_data(images, labels, config.task)
+    for name, value in (("cache_key_extra", cache_key_extra), ("data_spec", data_spec)):
+        if value is not None and not isinstance(value, Mapping):
+            raise TypeError(f"{name} must be a mapping (JSON-serialisable), got {show(value)}")
     model = build_model()
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"build_model must return a torch.nn.Module, got {show(model)}")
     init_state = model.state_dict()
     init_sum = float(sum(v.double().sum() + (v.double() ** 2).sum() * 1e-3 for v in init_state.values()))
     if data_spec is None:
