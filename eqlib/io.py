@@ -32,8 +32,9 @@ __all__ = ["cache_dir", "config_hash", "atomic_write", "save_torch", "load_torch
            "clean_stale_temporaries", "warn_once", "CACHE_WRITE_ERRORS"]
 
 #: errors that mean "this cache cannot be written" (read-only, full, no permission, ...);
-#: torch reports a full disk while serialising as a RuntimeError
-CACHE_WRITE_ERRORS = (OSError, RuntimeError)
+#: :func:`save_torch` serialises in memory first, so a full disk is an OSError, never
+#: torch's RuntimeError from inside its zip writer
+CACHE_WRITE_ERRORS = (OSError,)
 _SEAL = b"eqlib-sha256:"  # the zip comment: this prefix and 64 hex digits
 _SEAL_LEN = len(_SEAL) + 64
 #: a temporary file untouched this long is stale whatever its writer (writes touch it often)
