@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,8 +51,13 @@ def check_int(name: str, value: Any, low: int | None = None, high: int | None = 
     """``value`` as an int; integral floats (2.0) pass, bools, 2.5, NaN and inf do not."""
     what = f"an integer in {low}..{high}" if low is not None and high is not None else \
         f"an integer{_bounds(low, high, False, False)}"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if isinstance(value, bool):
         raise TypeError(f"{name} must be {what}, got {show(value)}")
+    if not isinstance(value, numbers.Real):
+        try:  # integer-like objects: numpy and 0-d torch integers, group elements
+            value = operator.index(value)
+        except TypeError:
+            raise TypeError(f"{name} must be {what}, got {show(value)}") from None
     if not isinstance(value, numbers.Integral):
         as_float = float(value)
         if not (math.isfinite(as_float) and as_float.is_integer()):
