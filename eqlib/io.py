@@ -13,6 +13,7 @@ Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import io
 import json
@@ -89,7 +90,8 @@ def clean_stale_temporaries(folder: str | os.PathLike, name: str = "*") -> list[
     """
     removed = []
     try:
-        candidates = list(Path(folder).glob(f".{name}.*.tmp"))
+        pattern = name if name == "*" else glob.escape(name)
+        candidates = list(Path(folder).glob(f".{pattern}.*.tmp"))
     except OSError:
         return removed
     now = time.time()
