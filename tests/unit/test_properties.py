@@ -19,7 +19,7 @@ from eqlib.models import MLP, VGG, AttentionNetwork, DeepSetsLayer, Dense, Multi
 from eqlib.models.sets import cycle_graph
 from eqlib.train import TrainConfig, evaluate_accuracy, learning_rate_at, penalty_weight_at, train
 
-settings.register_profile("eqlib", max_examples=12, deadline=None, derandomize=True,
+settings.register_profile("eqlib", max_examples=12, deadline=None, derandomize=True, database=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("eqlib")
 
