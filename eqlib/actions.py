@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from .groups import FiniteGroup, GroupElement, dihedral, flip
+from .validation import check_finite, check_int, check_shape, check_tensor, show
 
 __all__ = [
     "Action",
@@ -71,6 +72,7 @@ class Action:
 
     def _flat(self, x: Tensor) -> tuple[Tensor, Callable[[Tensor], Tensor]]:
         """View x as (..., dim); return it and the map back to x's shape."""
+        check_tensor("x", x)
         if x.shape[-1:] == (self.dim,) and self.shape == (self.dim,):
             return x, lambda y: y
         k = len(self.shape)
@@ -80,6 +82,7 @@ class Action:
         if x.shape[-1:] == (self.dim,):
             return x, lambda y: y
         raise ValueError(
+            f"x must have shape (..., {', '.join(map(str, self.shape))}) or (..., {self.dim}): "
             f"{type(self).__name__} acts on vectors of shape {self.shape} (or flat {self.dim}), "
             f"got a tensor of shape {tuple(x.shape)}"
         )
@@ -100,10 +103,14 @@ class MatrixAction(Action):
     """
 
     def __init__(self, group: FiniteGroup, matrices: Tensor, shape: tuple[int, ...] | None = None):
+        _check_group(group)
         self.group = group
         self._matrices = torch.as_tensor(matrices, dtype=torch.get_default_dtype())
-        if self._matrices.shape[0] != group.order or self._matrices.shape[1] != self._matrices.shape[2]:
-            raise ValueError(f"need {group.order} square matrices, got shape {tuple(self._matrices.shape)}")
+        if (self._matrices.ndim != 3 or self._matrices.shape[0] != group.order
+                or self._matrices.shape[1] != self._matrices.shape[2] or self._matrices.shape[1] == 0):
+            raise ValueError(f"matrices must be {group.order} square matrices (|G|, d, d) with d >= 1, "
+                             f"got shape {tuple(self._matrices.shape)}")
+        check_finite("matrices", self._matrices)
         self.dim = self._matrices.shape[1]
         self.shape = shape or (self.dim,)
 
@@ -132,18 +139,26 @@ class PermutationAction(Action):
     """
 
     def __init__(self, group: FiniteGroup, index, signs=None, shape: tuple[int, ...] | None = None):
+        _check_group(group)
         self.group = group
-        self.index = torch.as_tensor(np.asarray(index), dtype=torch.long)
-        if self.index.ndim != 2 or self.index.shape[0] != group.order:
-            raise ValueError(f"need one index map per element: shape ({group.order}, dim), got {tuple(self.index.shape)}")
+        index = np.asarray(index)
+        if not np.issubdtype(index.dtype, np.integer):
+            raise TypeError(f"index must hold integers, got dtype {index.dtype}")
+        self.index = torch.as_tensor(index, dtype=torch.long)
+        if self.index.ndim != 2 or self.index.shape[0] != group.order or self.index.shape[1] == 0:
+            raise ValueError(f"index must hold one index map per element: shape ({group.order}, dim) with "
+                             f"dim >= 1, got {tuple(self.index.shape)}")
         self.dim = self.index.shape[1]
         ok = torch.sort(self.index, dim=1).values == torch.arange(self.dim)
         if not bool(ok.all()):
             raise ValueError("every index map of a permutation action must be a permutation of 0..dim-1")
         self.signs = None if signs is None else torch.as_tensor(np.asarray(signs), dtype=torch.get_default_dtype())
+        if self.signs is not None and self.signs.shape != self.index.shape:
+            raise ValueError(f"signs must have the shape of index {tuple(self.index.shape)}, "
+                             f"got {tuple(self.signs.shape)}")
         if self.signs is not None and not bool((self.signs.abs() == 1).all()):
             raise ValueError("signs of a signed permutation action must be ±1")
-        self.shape = tuple(shape) if shape is not None else (self.dim,)
+        self.shape = check_shape("shape", shape) if shape is not None else (self.dim,)
         if int(np.prod(self.shape)) != self.dim:
             raise ValueError(f"shape {self.shape} does not hold {self.dim} entries")
 
@@ -176,8 +191,17 @@ class PermutationAction(Action):
     ) -> "PermutationAction":
         """Extend index maps (and signs) given on the generators to the whole group,
         along the words of ``FiniteGroup.words``; check it is a homomorphism."""
+        _check_group(group)
+        _check_element_keys("generator_index", generator_index, group)
+        missing = [s.name for s in group.generators if s not in generator_index]
+        if missing:
+            raise ValueError(f"generator_index must give an index map for every generator; missing {missing}")
         dim = len(next(iter(generator_index.values())))
         gen_p = [np.asarray(generator_index[s], dtype=np.int64) for s in group.generators]
+        for s, p in zip(group.generators, gen_p):
+            if p.shape != (dim,) or not np.array_equal(np.sort(p), np.arange(dim)):
+                raise ValueError(f"generator_index[{s.name}] must be a permutation of 0..{dim - 1}, "
+                                 f"got {p.tolist()[:10]}")
         gen_s = [
             np.asarray(generator_signs[s], dtype=np.float64) if generator_signs else np.ones(dim)
             for s in group.generators
@@ -201,6 +225,9 @@ class DirectSum(Action):
     """
 
     def __init__(self, *parts: Action):
+        for k, p in enumerate(parts):
+            if not isinstance(p, Action):
+                raise TypeError(f"parts[{k}] must be an Action, got {show(p)}")
         if not parts or any(p.group != parts[0].group for p in parts):
             raise ValueError("a direct sum needs actions of one and the same group")
         self.group = parts[0].group
@@ -210,6 +237,9 @@ class DirectSum(Action):
 
     def act(self, g: GroupElement, x: Tensor) -> Tensor:
         self._check(g)
+        check_tensor("x", x)
+        if x.ndim == 0 or x.shape[-1] != self.dim:
+            raise ValueError(f"x must have shape (..., {self.dim}) for this direct sum, got {tuple(x.shape)}")
         chunks = torch.split(x, [p.dim for p in self.parts], dim=-1)
         return torch.cat([p.act(g, c) for p, c in zip(self.parts, chunks)], dim=-1)
 
@@ -224,16 +254,59 @@ def check_homomorphism(rho: Action, num_probes: int = 8, seed: int = 0) -> float
     Measured on random probe vectors (so it is cheap for large image actions), as the
     largest absolute entry of ``ρ(g)(ρ(h)x) − ρ(gh)x`` relative to the probes' scale.
 
+    Raises:
+        ValueError: if some ρ(g) gives NaN or ±inf on the probes (it names g), or
+            ``num_probes`` < 1.
+
     Chapter: *Groups and actions*.
     """
+    if not isinstance(rho, Action):
+        raise TypeError(f"rho must be an Action, got {show(rho)}")
+    num_probes = check_int("num_probes", num_probes, 1)
     G = rho.group
-    x = torch.randn(num_probes, rho.dim, generator=torch.Generator().manual_seed(seed))
-    err = (rho.act(G.identity, x) - x).abs().max().item()
+    x = torch.randn(num_probes, rho.dim, generator=torch.Generator().manual_seed(check_int("seed", seed)))
     acted = [rho.act(h, x) for h in G]
+    for h in G:
+        if not bool(torch.isfinite(acted[h.index]).all()):
+            raise ValueError(f"rho({h.name}) is not finite: it maps probe vectors to NaN or inf")
+    err = (acted[G.identity.index] - x).abs().max()
     for g in G:
         for h in G:
-            err = max(err, (rho.act(g, acted[h.index]) - acted[(g @ h).index]).abs().max().item())
-    return err / x.abs().max().item()
+            err = torch.maximum(err, (rho.act(g, acted[h.index]) - acted[(g @ h).index]).abs().max())
+    return err.item() / x.abs().max().item()
+
+
+def _check_group(group: object) -> None:
+    if not isinstance(group, FiniteGroup):
+        raise TypeError(f"group must be a FiniteGroup, got {show(group)}")
+
+
+def _check_element_keys(name: str, mapping: object, group: FiniteGroup) -> None:
+    if not isinstance(mapping, Mapping):
+        raise TypeError(f"{name} must be a mapping from elements of {group.name}, got {show(mapping)}")
+    for g in mapping:
+        if not isinstance(g, GroupElement) or g.group != group:
+            raise ValueError(f"{name} has the key {g!r}, which is not an element of {group.name}")
+
+
+def _per_element(name: str, values: object, group: FiniteGroup) -> np.ndarray:
+    """One row per element, from a mapping {g: row} or an array (|G|, d)."""
+    if isinstance(values, Mapping):
+        _check_element_keys(name, values, group)
+        missing = [g.name for g in group if g not in values]
+        if missing:
+            raise ValueError(f"{name} must give a row for every element of {group.name}; missing {missing[:5]}")
+        rows = [np.asarray(values[g]) for g in group]
+        if len({r.shape for r in rows}) != 1:
+            raise ValueError(f"{name} must give rows of one length, got shapes {sorted({r.shape for r in rows})}")
+        return np.stack(rows)
+    try:
+        out = np.asarray(values)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an array ({group.order}, d), got {show(values)} ({exc})") from None
+    if out.ndim != 2 or out.shape[0] != group.order:
+        raise ValueError(f"{name} must be an array ({group.order}, d), one row per element, got shape {out.shape}")
+    return out
 
 
 def _require_homomorphism(rho: Action, tol: float = 1e-5) -> None:
@@ -258,15 +331,33 @@ def check_equivariance(
 
     over the whole batch x (Frobenius norms). Returns ``{g: error}``.
 
+    Raises:
+        ValueError: for an empty batch x, elements of another group, or when f gives
+            NaN/inf (on x or on a transformed x): the check then cannot say anything.
+
     Chapter: *Groups and actions*; used throughout.
     """
+    if not callable(f):
+        raise TypeError(f"f must be callable, got {show(f)}")
+    for name, rho in (("rho_in", rho_in), ("rho_out", rho_out)):
+        if not isinstance(rho, Action):
+            raise TypeError(f"{name} must be an Action, got {show(rho)}")
     if rho_in.group != rho_out.group:
         raise ValueError("rho_in and rho_out must be actions of the same group")
+    check_tensor("x", x, nonempty=True, finite=True)
     elements = list(elements) if elements is not None else rho_in.group.elements
+    for g in elements:
+        rho_in._check(g)
     with torch.no_grad():
         fx = f(x)
+        check_finite("f(x)", fx)
         scale = fx.norm().clamp_min(1e-12)
-        return {g: ((f(rho_in.act(g, x)) - rho_out.act(g, fx)).norm() / scale).item() for g in elements}
+        errors = {}
+        for g in elements:
+            fgx = f(rho_in.act(g, x))
+            check_finite(f"f(rho_in({g.name}) x)", fgx)
+            errors[g] = ((fgx - rho_out.act(g, fx)).norm() / scale).item()
+        return errors
 
 
 # -- factories ------------------------------------------------------------------------
@@ -278,11 +369,23 @@ def from_matrices(group: FiniteGroup, matrices: Mapping[GroupElement, object]) -
 
     Chapter: *Groups and actions*.
     """
-    mats = {g: torch.as_tensor(np.asarray(m), dtype=torch.get_default_dtype()) for g, m in matrices.items()}
-    for g in mats:
-        if not isinstance(g, GroupElement) or g.group != group:
-            raise ValueError(f"{g!r} is not an element of {group.name}")
-    d = next(iter(mats.values())).shape[0]
+    _check_group(group)
+    _check_element_keys("matrices", matrices, group)
+    if not matrices:
+        raise ValueError(f"matrices must give a matrix for every element or every generator of {group.name}, "
+                         "got none")
+    mats = {}
+    for g, m in matrices.items():
+        try:
+            mats[g] = torch.as_tensor(np.asarray(m, dtype=np.float64), dtype=torch.get_default_dtype())
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"matrices[{g.name}] must be a square matrix of numbers, got {show(m)}") from exc
+    d = next(iter(mats.values())).shape[0] if next(iter(mats.values())).ndim else 0
+    for g, m in mats.items():
+        if m.shape != (d, d) or d == 0:
+            raise ValueError(f"matrices[{g.name}] must be a {d}x{d} matrix like the others (d >= 1), "
+                             f"got shape {tuple(m.shape)}")
+        check_finite(f"matrices[{g.name}]", m)
     if all(g in mats for g in group):
         stacked = torch.stack([mats[g] for g in group])
     elif all(s in mats for s in group.generators):
@@ -304,6 +407,8 @@ def trivial(group: FiniteGroup, dim: int = 1) -> PermutationAction:
 
     Chapter: *Groups and actions*.
     """
+    _check_group(group)
+    dim = check_int("dim", dim, 1)
     return PermutationAction(group, np.tile(np.arange(dim), (group.order, 1)))
 
 
@@ -311,6 +416,9 @@ def permutation(group: FiniteGroup, points: Mapping[GroupElement, Sequence[int]]
     """The permutation representation of an action of G on points {0..d-1}.
 
     ``points[g][i]`` is the image of point i under g; ρ(g) sends e_i to e_{g·i}.
+
+    Raises:
+        ValueError: if the maps are not permutations or not a homomorphism.
 
     Chapter: *Groups and actions*.
     """
@@ -329,11 +437,22 @@ def signed_permutation(
 
     Chapter: *Groups and actions*.
     """
-    pts = np.stack([np.asarray(points[g]) for g in group]) if isinstance(points, Mapping) else np.asarray(points)
+    _check_group(group)
+    pts = _per_element("points", points, group)
+    if not np.issubdtype(pts.dtype, np.integer):
+        raise TypeError(f"points must hold integer point indices, got dtype {pts.dtype}")
+    if pts.ndim != 2 or pts.shape[1] == 0:
+        raise ValueError(f"points must give one map of d >= 1 points per element: shape ({group.order}, d), "
+                         f"got {pts.shape}")
+    not_perm = ~np.all(np.sort(pts, axis=1) == np.arange(pts.shape[1]), axis=1)
+    if not_perm.any():
+        g = group[int(np.flatnonzero(not_perm)[0])]
+        raise ValueError(f"points[{g.name}] = {pts[g.index].tolist()} is not a permutation of "
+                         f"0..{pts.shape[1] - 1}")
     index = np.argsort(pts, axis=1)  # (ρ(g)x)_j = x_{g^{-1}·j}
     sg = None
     if signs is not None:
-        sg = np.stack([np.asarray(signs[g]) for g in group]) if isinstance(signs, Mapping) else np.asarray(signs)
+        sg = _per_element("signs", signs, group)
     action = PermutationAction(group, index, sg)
     _require_homomorphism(action)
     return action
@@ -360,6 +479,7 @@ def mirror(shape: tuple[int, int, int], axis: str = "horizontal") -> Permutation
 
     Chapter: *Groups and actions*.
     """
+    shape = check_shape("shape", shape, 3)
     dims = {"horizontal": -1, "vertical": -2}
     if axis not in dims:
         raise ValueError(f"axis must be 'horizontal' or 'vertical', got {axis!r}")
@@ -374,8 +494,9 @@ def image_dihedral(shape: tuple[int, int, int]) -> PermutationAction:
 
     Chapter: *Groups and actions*.
     """
-    if len(shape) != 3 or shape[1] != shape[2]:
-        raise ValueError(f"rotations by 90° need square images (C, H, H), got {shape}")
+    shape = check_shape("shape", shape, 3)
+    if shape[1] != shape[2]:
+        raise ValueError(f"shape must be of square images (C, H, H) for rotations by 90°, got {shape}")
     G = dihedral(4)
     r = _image_index(tuple(shape), lambda t: torch.rot90(t, 1, dims=(-2, -1)))
     s = _image_index(tuple(shape), lambda t: torch.flip(t, dims=(-1,)))
@@ -389,8 +510,9 @@ def image_rotations(shape: tuple[int, int, int]) -> PermutationAction:
     """
     from .groups import cyclic
 
-    if len(shape) != 3 or shape[1] != shape[2]:
-        raise ValueError(f"rotations by 90° need square images (C, H, H), got {shape}")
+    shape = check_shape("shape", shape, 3)
+    if shape[1] != shape[2]:
+        raise ValueError(f"shape must be of square images (C, H, H) for rotations by 90°, got {shape}")
     G = cyclic(4)
     r = _image_index(tuple(shape), lambda t: torch.rot90(t, 1, dims=(-2, -1)))
     return PermutationAction.from_generators(G, {G["r"]: r}, shape=tuple(shape))
@@ -404,6 +526,8 @@ def token_permutation(group: FiniteGroup, n_tokens: int, token_dim: int) -> Perm
 
     Chapter: *Groups and actions*; used in *Attention*.
     """
+    _check_group(group)
+    n_tokens, token_dim = check_int("n_tokens", n_tokens, 1), check_int("token_dim", token_dim, 1)
     perms = getattr(group, "permutations", None)
     if perms is None or perms.shape[1] != n_tokens:
         raise ValueError(f"{group.name} must be a group of permutations of {n_tokens} tokens")

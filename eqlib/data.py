@@ -31,7 +31,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .io import CorruptFileError, atomic_write, cache_dir
+from .io import CorruptFileError, atomic_write, cache_dir, warn_once
+from .validation import check_float, check_int, check_tensor
 
 __all__ = [
     "CLASSES",
@@ -70,6 +71,11 @@ _BATCHES = {"train": [f"data_batch_{i}" for i in range(1, 6)], "test": ["test_ba
 _IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 _CACHE_VERSION = 1
+#: images per class in the official release
+_OFFICIAL_PER_CLASS = {"train": 5000, "test": 1000}
+#: largest archive member or file read: a 32x32 image is a few KB, an official batch about 31 MB
+_MAX_IMAGE_BYTES = 1 << 20
+_MAX_BATCH_BYTES = 64 << 20
 _PARALLEL_MIN = 4000  # fewer images than this are decoded in-process
 
 
@@ -117,11 +123,16 @@ class CIFAR10:
     split: str = "train"
 
     def __post_init__(self) -> None:
+        check_tensor("images", self.images)
+        check_tensor("labels", self.labels, dtypes="integer")
         if self.images.dtype != torch.uint8 or self.images.ndim != 4 or self.images.shape[1] != 3:
             raise ValueError(f"images must be uint8 (N, 3, H, W), got {self.images.dtype} {tuple(self.images.shape)}")
         if self.labels.shape != (self.images.shape[0],):
             raise ValueError(f"need one label per image: {tuple(self.labels.shape)} vs {self.images.shape[0]} images")
         self.classes = tuple(self.classes)
+        if self.labels.numel() and (int(self.labels.min()) < 0 or int(self.labels.max()) >= len(self.classes)):
+            raise ValueError(f"labels must be class indices in 0..{len(self.classes) - 1}, got values in "
+                             f"{int(self.labels.min())}..{int(self.labels.max())}")
 
     def __len__(self) -> int:
         return int(self.images.shape[0])
@@ -376,6 +387,7 @@ def _decode_all(items: list[tuple[str, bytes]], workers: int | None) -> np.ndarr
     if workers is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         workers = min(4, cpus)
+    workers = check_int("workers", workers, 0)  # 0 and 1: decode in-process
     if workers <= 1 or len(items) < _PARALLEL_MIN:
         return _decode(items)
     import concurrent.futures as cf
@@ -430,18 +442,27 @@ def _read_images_dir(root: Path, split: str, workers: int | None):
     items = []
     for _, _, rel, path in labelled:
         try:
+            size = path.stat().st_size
+            if size > _MAX_IMAGE_BYTES:
+                raise CorruptDataError(f"{root / rel} has {size:,} bytes; a 32x32 CIFAR-10 image has a few "
+                                       f"thousand (limit {_MAX_IMAGE_BYTES:,})")
             items.append((str(root / rel), path.read_bytes()))
         except OSError as exc:
             raise CorruptDataError(f"could not read {root / rel}: {exc}") from None
     return _decode_all(items, workers), labels
 
 
-def _iter_archive(path: Path, wanted):
-    """Yield (member name, bytes) for the members ``wanted(name)`` accepts, streaming."""
+def _iter_archive(path: Path, wanted, max_size: int = _MAX_BATCH_BYTES):
+    """Yield (member name, bytes) for the members ``wanted(name)`` accepts, streaming;
+    a member larger than ``max_size`` bytes is an error (checked before reading it)."""
     try:
         with tarfile.open(path, "r|*") as tf:
             for m in tf:
                 if m.isfile() and wanted(m.name):
+                    if m.size > max_size:
+                        raise CorruptDataError(f"{path}: the member {m.name} has {m.size:,} bytes, more than "
+                                               f"a CIFAR-10 file can have ({max_size:,}); the archive is "
+                                               "damaged or not CIFAR-10")
                     f = tf.extractfile(m)
                     yield m.name, f.read() if f is not None else b""
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
@@ -457,7 +478,7 @@ def _read_images_tar(src: DataSource, split: str, workers: int | None):
     def wanted(name: str) -> bool:
         return name.startswith(head) and name.lower().endswith(_IMAGE_SUFFIXES) and name.count("/") == head.count("/") + 1
 
-    entries = [(name[len(prefix):], data) for name, data in _iter_archive(src.path, wanted)]
+    entries = [(name[len(prefix):], data) for name, data in _iter_archive(src.path, wanted, _MAX_IMAGE_BYTES)]
     labelled, labels = _collect(split, entries, f"{src.path}:{prefix or '.'}")
     items = [(f"{src.path}:{prefix}{rel}", data) for _, _, rel, data in labelled]
     return _decode_all(items, workers), labels
@@ -488,6 +509,10 @@ def _read_batches_dir(root: Path, split: str):
     blobs = {}
     for name in _BATCHES[split] + ["batches.meta"]:
         if (root / name).is_file():
+            size = (root / name).stat().st_size
+            if size > _MAX_BATCH_BYTES:
+                raise CorruptDataError(f"{root / name} has {size:,} bytes, more than a CIFAR-10 batch can have "
+                                       f"({_MAX_BATCH_BYTES:,})")
             blobs[name] = (root / name).read_bytes()
     return _read_batches(blobs, split, str(root))
 
@@ -496,7 +521,7 @@ def _read_batches_tar(src: DataSource, split: str):
     names = set(_BATCHES[split] + ["batches.meta"])
     prefix = (src.prefix + "/") if src.prefix else ""
     blobs = {name[len(prefix):]: data for name, data in
-             _iter_archive(src.path, lambda n: n.startswith(prefix) and n[len(prefix):] in names)}
+             _iter_archive(src.path, lambda n: n.startswith(prefix) and n[len(prefix):] in names, _MAX_BATCH_BYTES)}
     return _read_batches(blobs, split, f"{src.path}:{src.prefix or '.'}")
 
 
@@ -529,9 +554,39 @@ def _fingerprint(src: DataSource, split: str) -> tuple[str, str]:
     return where, state.hexdigest()[:16]
 
 
-def _cache_path(src: DataSource, split: str) -> Path:
+def _cache_path(src: DataSource, split: str) -> Path | None:
+    """The cache file for this source and split; None (with one warning) when the cache
+    folder cannot be created (read-only, full disk): the data is then read uncached."""
     where, state = _fingerprint(src, split)
-    return cache_dir("data") / f"cifar10-{split}-{where}-{state}.u8"
+    try:
+        folder = cache_dir("data")
+    except OSError as exc:
+        warn_once(f"data-cache:{exc.filename}", f"the data cache cannot be created ({exc}); reading CIFAR-10 "
+                  "without it (set EQLIB_CACHE to a writable folder to decode the images only once)")
+        return None
+    return folder / f"cifar10-{split}-{where}-{state}.u8"
+
+
+def _check_counts(y: np.ndarray, split: str, where: str) -> None:
+    """The official release has 5,000 (train) or 1,000 (test) images of every class.
+
+    Missing classes or classes of different sizes mean lost files (a truncated archive,
+    deleted images): an error that says what is missing. Equal but other counts (a
+    deliberate subset, another release) get one warning."""
+    want = _OFFICIAL_PER_CLASS[split]
+    counts = np.bincount(y, minlength=len(CLASSES))[: len(CLASSES)]
+    if (counts == want).all():
+        return
+    total, full = int(counts.sum()), int(counts.max())
+    if counts.min() == full:
+        warn_once(f"counts:{where}:{split}", f"{where}: the {split} split has {full:,} images per class, not the "
+                  f"official {want:,}; using it as it is", stacklevel=4)
+        return
+    short = ", ".join(f"{CLASSES[c]!r} has {counts[c]:,}" for c in range(len(CLASSES)) if counts[c] < full)
+    raise CorruptDataError(
+        f"{where}: the {split} split is incomplete: {total:,} images where the official release has "
+        f"{want * len(CLASSES):,} ({want:,} per class); {short}, the other classes {full:,}. Files are "
+        f"missing (a truncated archive or deleted images): get the data again ({URL}, md5 {MD5})")
 
 
 _MAGIC = b"EQLIB-CIFAR10-CACHE-1\n"
@@ -576,20 +631,27 @@ def _load_cache(path: Path) -> tuple[np.ndarray, np.ndarray] | None:
     except Exception as exc:  # truncated, flipped bits, garbage
         warnings.warn(f"the data cache {path} is corrupt ({type(exc).__name__}: {exc}); deleting and "
                       "rebuilding it", stacklevel=3)
-        path.unlink(missing_ok=True)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:  # a read-only cache: the rebuilt data cannot replace it either
+            pass
         return None
 
 
 def _save_cache(path: Path, x: np.ndarray, y: np.ndarray) -> None:
     try:
         atomic_write(path, lambda f: _write_cache_file(f, x, y))
-    except OSError as exc:
-        warnings.warn(f"could not write the data cache {path} ({exc}); continuing without it", stacklevel=3)
+    except OSError as exc:  # read-only, full disk: the cache is optional
+        warn_once(f"data-cache-write:{path.parent}", f"could not write the data cache {path} ({exc}); "
+                  "continuing without it", stacklevel=4)
         return
     stem = path.name.rsplit("-", 1)[0]  # cifar10-<split>-<where>: older states of this source
     for old in path.parent.glob(f"{stem}-*.u8"):
         if old != path:
-            old.unlink(missing_ok=True)
+            try:
+                old.unlink(missing_ok=True)
+            except OSError:
+                pass
 
 
 # -- the loader --------------------------------------------------------------------------
@@ -641,6 +703,7 @@ def load_cifar10(
     hit = _load_cache(path) if path is not None else None
     if hit is not None:
         x, y = hit
+        _check_counts(y, split, src.describe())  # also caches written before this check existed
     else:
         if src.kind == "batches-dir":
             x, y = _read_batches_dir(src.path, split)
@@ -653,6 +716,7 @@ def load_cifar10(
             x, y = _read_images_tar(src, split, workers)
             x = x.transpose(0, 3, 1, 2)
         x, y = np.ascontiguousarray(x), np.ascontiguousarray(y, dtype=np.int64)
+        _check_counts(y, split, src.describe())
         if path is not None:
             _save_cache(path, x, y)
     source = str(src.path) + (f":{src.prefix}" if src.kind.endswith("tar") and src.prefix else "")
@@ -706,8 +770,7 @@ def random_mirror(
     _check_images(x, "random_mirror")
     if x.ndim != 4:
         raise ValueError(f"random_mirror needs a batch (N, C, H, W), got {tuple(x.shape)}")
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be a probability in [0, 1], got {p}")
+    p = check_float("p (a probability)", p, 0.0, 1.0)
     if isinstance(generator, int):
         generator = torch.Generator(device=x.device).manual_seed(generator)
     mask = torch.rand(x.shape[0], generator=generator, device=x.device) < p
@@ -722,9 +785,8 @@ def rotate90(x: torch.Tensor, k: int = 1) -> torch.Tensor:
     Chapter: *Groups and actions*.
     """
     _check_images(x, "rotate90")
-    if int(k) != k:
-        raise ValueError(f"k must be an integer number of quarter turns, got {k}")
-    return torch.rot90(x, int(k), dims=(-2, -1))
+    k = check_int("k (quarter turns)", k)
+    return torch.rot90(x, k, dims=(-2, -1))
 
 
 def normalize(
@@ -743,6 +805,11 @@ def normalize(
     if x.dtype != torch.uint8:
         raise ValueError(f"normalize expects uint8 images in 0..255, got {x.dtype}")
     c = x.shape[-3]
+    for name, values in (("mean", mean), ("std", std)):
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or len(values) != c:
+            raise ValueError(f"{name} must hold {c} numbers (one per channel), got {values!r}")
+        for i, v in enumerate(values):
+            check_float(f"{name}[{i}]", v, 0.0 if name == "std" else None, low_open=True)
     m = torch.as_tensor(mean, dtype=torch.float32, device=x.device)
     s = torch.as_tensor(std, dtype=torch.float32, device=x.device)
     if m.shape != (c,) or s.shape != (c,):
@@ -763,9 +830,10 @@ def subset(dataset: CIFAR10, n: int, seed: int = 0, stratified: bool = True) -> 
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    if not 1 <= n <= len(dataset):
-        raise ValueError(f"n must be in 1..{len(dataset)}, got {n}")
-    gen = torch.Generator().manual_seed(int(seed))
+    if not isinstance(dataset, CIFAR10):
+        raise TypeError(f"dataset must be a CIFAR10, got {type(dataset).__name__}")
+    n = check_int("n", n, 1, len(dataset))
+    gen = torch.Generator().manual_seed(check_int("seed", seed, 0))
     if not stratified:
         idx = torch.randperm(len(dataset), generator=gen)[:n]
     else:

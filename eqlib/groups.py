@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
+
+from .validation import check_int, show
 
 __all__ = [
     "GroupElement",
@@ -44,6 +46,7 @@ class GroupElement:
         return self.group.inverse(self)
 
     def __pow__(self, n: int) -> "GroupElement":
+        n = check_int("the exponent n", n)
         result, base = self.group.identity, self if n >= 0 else ~self
         for _ in range(abs(n)):
             result = result @ base
@@ -89,11 +92,15 @@ class FiniteGroup:
         names: one readable name per element (default ``"g0"``, ``"g1"``, ...).
         generators: indices of a generating set (default: all non-identity elements).
         name: the group's name, used in reprs and test ids.
+        check_associativity: verify (ab)c = a(bc) by Light's test over the generators
+            (|generators| · n² products); False for tables known to be associative,
+            such as compositions of permutations.
 
     Raises:
         ValueError: if the table is not a group table (not closed, no two-sided
             identity, an element without inverse, or not associative), or if the
             generators do not generate the group.
+        TypeError: if the table does not hold integers, or the name is not a string.
 
     Chapter: *Groups and actions* (book/part1/02_groups_and_actions).
     """
@@ -104,8 +111,14 @@ class FiniteGroup:
         names: Sequence[str] | None = None,
         generators: Sequence[int] | None = None,
         name: str = "G",
+        check_associativity: bool = True,
     ):
-        table = np.asarray(table)
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a string, got {show(name)}")
+        try:
+            table = np.asarray(table)
+        except ValueError as exc:  # ragged rows
+            raise ValueError(f"table must be a square integer array, got {show(table)} ({exc})") from None
         self.name = name
         self._check_table(table)
         self.table = table.astype(np.int64)
@@ -119,15 +132,20 @@ class FiniteGroup:
         self._elements = [GroupElement(self, i) for i in range(n)]
         if generators is None:
             generators = [i for i in range(n) if i != self._identity]
-        self._generators = [self._elements[int(i)] for i in generators]
+        if isinstance(generators, (str, bytes)) or not hasattr(generators, "__iter__"):
+            raise TypeError(f"generators must be a sequence of element indices, got {show(generators)}")
+        generators = [check_int(f"generators[{k}]", i, 0, n - 1) for k, i in enumerate(generators)]
+        self._generators = [self._elements[i] for i in generators]
         self.words = self._words_in_generators()
+        if check_associativity:
+            self._check_associative(generators)
 
     @staticmethod
     def _check_table(table: np.ndarray) -> None:
         if table.ndim != 2 or table.shape[0] != table.shape[1] or table.shape[0] == 0:
-            raise ValueError(f"a group table must be square and non-empty, got shape {table.shape}")
+            raise ValueError(f"table must be a square and non-empty array (a group table), got shape {table.shape}")
         if not np.issubdtype(table.dtype, np.integer):
-            raise ValueError("a group table must hold integer element indices")
+            raise TypeError(f"table must hold integer element indices, got dtype {table.dtype}")
         n = len(table)
         if table.min() < 0 or table.max() >= n:
             raise ValueError(
@@ -146,15 +164,24 @@ class FiniteGroup:
         if not has_inverse.all():
             bad = np.flatnonzero(~has_inverse)[:5].tolist()
             raise ValueError(f"elements {bad} have no inverse")
-        # associativity, vectorized: (a@b)@c == a@(b@c) for all a, b, c
-        lhs = table[table[:, :, None], ar[None, None, :]]
-        rhs = table[ar[:, None, None], table[None, :, :]]
-        if not np.array_equal(lhs, rhs):
-            a, b, c = np.argwhere(lhs != rhs)[0]
-            raise ValueError(
-                f"not associative: (g{a} @ g{b}) @ g{c} = g{lhs[a, b, c]} "
-                f"but g{a} @ (g{b} @ g{c}) = g{rhs[a, b, c]}"
-            )
+
+    def _check_associative(self, generators: Sequence[int]) -> None:
+        """Light's test: (a@s)@b == a@(s@b) for every generator s and all a, b.
+
+        The elements s passing it are closed under products (if s and t pass,
+        (a@(s@t))@b = ((a@s)@t)@b = (a@s)@(t@b) = a@(s@(t@b)) = a@((s@t)@b)), so when
+        the generators pass, every element does: n² products per generator, not n³.
+        """
+        t = self.table
+        for s in generators:
+            lhs = t[t[:, s], :]  # (a@s)@b
+            rhs = t[:, t[s, :]]  # a@(s@b)
+            if not np.array_equal(lhs, rhs):
+                a, b = np.argwhere(lhs != rhs)[0]
+                raise ValueError(
+                    f"not associative: (g{a} @ g{s}) @ g{b} = g{lhs[a, b]} "
+                    f"but g{a} @ (g{s} @ g{b}) = g{rhs[a, b]}"
+                )
 
     def _words_in_generators(self) -> list[tuple[int, ...]]:
         """Shortest word (tuple of generator positions) for every element, by BFS."""
@@ -205,14 +232,14 @@ class FiniteGroup:
                 return self._elements[self.names.index(key)]
             except ValueError:
                 raise KeyError(f"{self.name} has no element named {key!r}; names: {self.names}") from None
-        return self._elements[int(key)]
+        return self._elements[check_int("key", key, -self.order, self.order - 1)]
 
     def _own(self, a: GroupElement | int) -> int:
         if isinstance(a, GroupElement):
             if a.group != self:
                 raise ValueError(f"{a!r} is not an element of {self.name}")
             return a.index
-        return int(a)
+        return check_int(f"an element index of {self.name}", a, 0, self.order - 1)
 
     def compose(self, a: GroupElement | int, b: GroupElement | int) -> GroupElement:
         """The product ``a @ b`` (apply b first, then a, when acting)."""
@@ -233,6 +260,7 @@ class FiniteGroup:
 
     def sample(self, n: int = 1, seed: int | None = 0) -> list[GroupElement]:
         """``n`` elements drawn uniformly with a seeded generator."""
+        n = check_int("n", n, 0)
         rng = np.random.default_rng(seed)
         return [self._elements[i] for i in rng.integers(0, self.order, size=n)]
 
@@ -251,16 +279,31 @@ class FiniteGroup:
         return f"FiniteGroup({self.name}, order={self.order})"
 
 
-def _table_from_product(elements: Sequence[Hashable], product: Callable[[Hashable, Hashable], Hashable]) -> np.ndarray:
-    index = {e: i for i, e in enumerate(elements)}
-    n = len(elements)
+def _permutation_table(perms: np.ndarray, block_entries: int = 1 << 22) -> np.ndarray:
+    """Cayley table of distinct permutations (n, k) closed under composition,
+    ``table[a, b]`` = index of ``perms[a][perms[b]]``, in blocks of rows (no n³ arrays).
+
+    Products are found by a random integer hash of each row, then compared entry by
+    entry with the permutation found, so a hash collision cannot go unnoticed."""
+    n, k = perms.shape
+    weights = np.random.default_rng(0).integers(1, 2**61, size=k, dtype=np.int64)
+    codes = perms @ weights  # wraps around modulo 2^64: a hash
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    if np.any(sorted_codes[1:] == sorted_codes[:-1]):  # pragma: no cover - about 2^-40 for 5040
+        index = {p.tobytes(): i for i, p in enumerate(perms)}
+        return np.array([[index[perms[a][perms[b]].tobytes()] for b in range(n)] for a in range(n)])
     table = np.empty((n, n), dtype=np.int64)
-    for i, a in enumerate(elements):
-        for j, b in enumerate(elements):
-            ab = product(a, b)
-            if ab not in index:
-                raise ValueError(f"not closed: the product of {a!r} and {b!r} is {ab!r}, not in the set")
-            table[i, j] = index[ab]
+    rows = max(1, block_entries // max(1, n * k))
+    for start in range(0, n, rows):
+        prod = perms[start:start + rows][:, perms]  # (rows, n, k): prod[i, b] = a_i[b]
+        pos = np.searchsorted(sorted_codes, prod @ weights).clip(0, n - 1)
+        found = order[pos]
+        if not np.array_equal(perms[found], prod):
+            bad = np.argwhere(np.any(perms[found] != prod, axis=-1))[0]
+            raise ValueError(f"not closed: the product of permutations {start + bad[0]} and {bad[1]} "
+                             "is not in the set")
+        table[start:start + rows] = found
     return table
 
 
@@ -278,13 +321,22 @@ def from_permutations(
 
     Chapter: *Groups and actions*.
     """
-    gens = [tuple(int(i) for i in p) for p in generators]
+    max_order = check_int("max_order", max_order, 1)
+    if isinstance(generators, (str, bytes)) or not hasattr(generators, "__iter__"):
+        raise TypeError(f"generators must be a sequence of permutations, got {show(generators)}")
+    gens = []
+    for k, p in enumerate(generators):
+        if isinstance(p, (str, bytes)) or not hasattr(p, "__iter__"):
+            raise TypeError(f"generators[{k}] must be a sequence of integers, got {show(p)}")
+        gens.append(tuple(check_int(f"generators[{k}][{i}]", v) for i, v in enumerate(p)))
     if not gens:
-        raise ValueError("need at least one generator")
+        raise ValueError("generators must hold at least one permutation, got none")
     n = len(gens[0])
-    for p in gens:
+    if n == 0:
+        raise ValueError("generators must be permutations of 0..n-1 with n >= 1, got empty ones")
+    for k, p in enumerate(gens):
         if len(p) != n or sorted(p) != list(range(n)):
-            raise ValueError(f"{p} is not a permutation of 0..{n - 1}")
+            raise ValueError(f"generators[{k}] = {p} is not a permutation of 0..{n - 1}")
     identity = tuple(range(n))
     compose = lambda a, b: tuple(a[i] for i in b)  # noqa: E731
     elements, frontier = [identity], [identity]
@@ -301,44 +353,52 @@ def from_permutations(
                     if len(elements) > max_order:
                         raise ValueError(f"the generated group has more than {max_order} elements")
         frontier = nxt
-    table = _table_from_product(elements, compose)
+    table = _permutation_table(np.array(elements, dtype=np.int64))
     names = ["e" if p == identity else "(" + " ".join(map(str, p)) + ")" for p in elements]
-    group = FiniteGroup(table, names, [elements.index(p) for p in gens], name)
+    # composition of maps is associative: no need to check the table
+    group = FiniteGroup(table, names, [elements.index(p) for p in gens], name, check_associativity=False)
     group.permutations = np.array(elements, dtype=np.int64)
     return group
 
 
-@functools.lru_cache(maxsize=None)
+#: the largest group order the factories build (the Cayley table has MAX_ORDER² entries)
+MAX_ORDER = 5040
+
+
 def cyclic(n: int) -> FiniteGroup:
-    """The cyclic group C_n = {r^k}: rotations of a regular n-gon.
+    """The cyclic group C_n = {r^k}: rotations of a regular n-gon (1 <= n <= 5040).
 
     Chapter: *Groups and actions*.
     """
-    if n < 1:
-        raise ValueError(f"cyclic(n) needs n >= 1, got {n}")
+    return _cyclic(check_int("n", n, 1, MAX_ORDER))
+
+
+@functools.lru_cache(maxsize=None)
+def _cyclic(n: int) -> FiniteGroup:
     table = (np.arange(n)[:, None] + np.arange(n)[None, :]) % n
     names = ["e"] + ["r" if k == 1 else f"r{k}" for k in range(1, n)]
     return FiniteGroup(table, names, [1] if n > 1 else [], f"C{n}")
 
 
-@functools.lru_cache(maxsize=None)
 def dihedral(n: int) -> FiniteGroup:
-    """The dihedral group D_n of order 2n: rotations r^k and reflections r^k s.
+    """The dihedral group D_n of order 2n: rotations r^k and reflections r^k s
+    (1 <= n <= 2520).
 
     Element k < n is r^k; element n + k is r^k s. Relations: r^n = s^2 = e and
     s r s = r^{-1}. ``dihedral(4)`` is the symmetry group of a square image.
 
     Chapter: *Groups and actions*.
     """
-    if n < 1:
-        raise ValueError(f"dihedral(n) needs n >= 1, got {n}")
+    return _dihedral(check_int("n", n, 1, MAX_ORDER // 2))
+
+
+@functools.lru_cache(maxsize=None)
+def _dihedral(n: int) -> FiniteGroup:
     elements = [(k, f) for f in (0, 1) for k in range(n)]  # r^k s^f
-
-    def product(a, b):
-        (k1, f1), (k2, f2) = a, b
-        return ((k1 + (-k2 if f1 else k2)) % n, f1 ^ f2)
-
-    table = _table_from_product(elements, product)
+    # (r^k1 s^f1)(r^k2 s^f2) = r^(k1 ± k2) s^(f1 xor f2), minus when f1 = 1 (s r s = r^-1)
+    k, f = np.arange(2 * n) % n, np.arange(2 * n) // n
+    k_ab = (k[:, None] + np.where(f[:, None] == 1, -k[None, :], k[None, :])) % n
+    table = (f[:, None] ^ f[None, :]) * n + k_ab
 
     def name(k, f):
         r = "" if k == 0 else ("r" if k == 1 else f"r{k}")
@@ -358,16 +418,18 @@ def flip() -> FiniteGroup:
     return FiniteGroup([[0, 1], [1, 0]], ["e", "m"], [1], "Z2")
 
 
-@functools.lru_cache(maxsize=None)
 def symmetric(n: int) -> FiniteGroup:
-    """The symmetric group S_n of all permutations of n objects (n! elements).
+    """The symmetric group S_n of all permutations of n objects (n! elements, 1 <= n <= 7).
 
     Generated by the transposition (0 1) and the cycle (0 1 ... n-1).
 
     Chapter: *Groups and actions*.
     """
-    if n < 1:
-        raise ValueError(f"symmetric(n) needs n >= 1, got {n}")
+    return _symmetric(check_int("n", n, 1, 7))
+
+
+@functools.lru_cache(maxsize=None)
+def _symmetric(n: int) -> FiniteGroup:
     if n == 1:
         group = FiniteGroup([[0]], ["e"], [], "S1")
         group.permutations = np.zeros((1, 1), dtype=np.int64)

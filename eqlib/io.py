@@ -1,24 +1,110 @@
 """Safe files: the cache folder, configuration hashes, atomic writes, safe loading.
 
 An interrupted write never leaves a corrupt file: everything is written to a temporary
-file in the same folder, flushed to disk, and moved into place with ``os.replace``.
-Checkpoints load with ``torch.load(..., weights_only=True)``.
+file in the same folder, flushed to disk, and moved into place with ``os.replace``; the
+temporary files of a killed writer are removed by the next run (only those whose
+process is gone, or that are an hour old, so a concurrent writer is left alone).
+:func:`save_torch` stores a SHA-256 of the file in the zip comment of ``torch.save``'s
+archive (so ``torch.load`` still reads it) and :func:`load_torch` verifies it before
+``torch.load(..., weights_only=True)``: a damaged checkpoint is reported, never loaded
+silently wrong.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
 """
 from __future__ import annotations
 
+import glob
 import hashlib
+import io
 import json
 import os
+import re
+import socket
 import tempfile
+import time
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import torch
 
-__all__ = ["cache_dir", "config_hash", "atomic_write", "save_torch", "load_torch", "CorruptFileError"]
+__all__ = ["cache_dir", "config_hash", "atomic_write", "save_torch", "load_torch", "CorruptFileError",
+           "clean_stale_temporaries", "warn_once", "CACHE_WRITE_ERRORS"]
+
+#: errors that mean "this cache cannot be written" (read-only, full, no permission, ...);
+#: :func:`save_torch` serialises in memory first, so a full disk is an OSError, never
+#: torch's RuntimeError from inside its zip writer
+CACHE_WRITE_ERRORS = (OSError,)
+_SEAL = b"eqlib-sha256:"  # the zip comment: this prefix and 64 hex digits
+_SEAL_LEN = len(_SEAL) + 64
+#: a temporary file untouched this long is stale whatever its writer (writes touch it often)
+_STALE_SECONDS = 3600
+_warned: set[str] = set()
+_cleaned: set[Path] = set()
+
+
+def warn_once(key: str, message: str, stacklevel: int = 3) -> None:
+    """``warnings.warn(message)`` the first time ``key`` is seen in this process (an optional
+    cache that cannot be written says so once, not at every write).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, stacklevel=stacklevel)
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())
+
+
+_WRITER = re.compile(r"\.w(\d+)@([A-Za-z0-9_-]*)\.[^.]+\.tmp$")
+
+
+def _tmp_prefix(path: Path) -> str:
+    return f".{path.name}.w{os.getpid()}@{_host()}."
+
+
+def _writer_alive(tmp: Path) -> bool:
+    """Whether the process that named ``tmp`` (``.<name>.w<pid>@<host>.<random>.tmp``) still runs."""
+    match = _WRITER.search(tmp.name)
+    if match is None or match.group(2) != _host():
+        return True  # not ours to judge: only its age can make it stale
+    pid = int(match.group(1))
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale_temporaries(folder: str | os.PathLike, name: str = "*") -> list[Path]:
+    """Remove the temporary files ``.<name>.*.tmp`` that :func:`atomic_write` left in
+    ``folder`` when its process was killed: those whose writer process is gone (same host)
+    or untouched for an hour. Returns the removed paths; never raises.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    removed = []
+    try:
+        pattern = name if name == "*" else glob.escape(name)
+        candidates = list(Path(folder).glob(f".{pattern}.*.tmp"))
+    except OSError:
+        return removed
+    now = time.time()
+    for tmp in candidates:
+        try:
+            if _writer_alive(tmp) and now - tmp.stat().st_mtime < _STALE_SECONDS:
+                continue
+            tmp.unlink()
+            removed.append(tmp)
+        except OSError:  # gone already, or a read-only folder
+            pass
+    return removed
+
 
 
 class CorruptFileError(RuntimeError):
@@ -26,10 +112,18 @@ class CorruptFileError(RuntimeError):
 
 
 def cache_dir(*parts: str) -> Path:
-    """``$EQLIB_CACHE`` (default ``~/.cache/eqlib``) joined with ``parts``, created if needed."""
+    """``$EQLIB_CACHE`` (default ``~/.cache/eqlib``) joined with ``parts``, created if needed.
+
+    The first call for a folder in a process removes stale temporary files there (see
+    :func:`clean_stale_temporaries`). Raises OSError if the folder cannot be created
+    (callers that treat the cache as optional catch it and go on uncached).
+    """
     root = Path(os.environ.get("EQLIB_CACHE") or Path.home() / ".cache" / "eqlib").expanduser()
     path = root.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
+    if path not in _cleaned:
+        _cleaned.add(path)
+        clean_stale_temporaries(path)
     return path
 
 
@@ -42,12 +136,14 @@ def config_hash(config: Mapping[str, Any], length: int = 16) -> str:
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> Path:
     """Call ``write(f)`` on a temporary file beside ``path``, then move it into place.
 
-    If ``write`` raises (or the process dies), ``path`` keeps its old content, or stays
-    absent, and the temporary file is removed.
+    If ``write`` raises, ``path`` keeps its old content, or stays absent, and the
+    temporary file is removed; if the process dies, the next write of ``path`` (or the
+    next :func:`cache_dir` of its folder) removes it.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    clean_stale_temporaries(path.parent, path.name)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_tmp_prefix(path), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
@@ -63,17 +159,46 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) ->
 
 
 def save_torch(obj: Any, path: str | os.PathLike) -> Path:
-    """``torch.save`` through :func:`atomic_write` (tensors, dicts, lists, numbers only)."""
-    return atomic_write(path, lambda f: torch.save(obj, f))
+    """``torch.save`` through :func:`atomic_write` (tensors, dicts, lists, numbers only),
+    sealed with the SHA-256 of the archive in its zip comment (checked by :func:`load_torch`;
+    plain ``torch.load`` ignores it)."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    archive = buffer.getbuffer()
+    # a zip ends with its 22-byte end-of-central-directory record; torch writes no comment
+    if bytes(archive[-22:-18]) != b"PK\x05\x06" or bytes(archive[-2:]) != b"\x00\x00":
+        raise RuntimeError("torch.save wrote an unexpected format: cannot seal it with a checksum")
+    body = archive[:-2]
+    seal = _SEAL + hashlib.sha256(body).hexdigest().encode()
+
+    def write(f):
+        f.write(body)
+        f.write(len(seal).to_bytes(2, "little") + seal)
+
+    return atomic_write(path, write)
 
 
 def load_torch(path: str | os.PathLike, map_location: str | torch.device | None = "cpu") -> Any:
-    """``torch.load(path, weights_only=True)``; a damaged file raises :class:`CorruptFileError`."""
+    """Verify the SHA-256 that :func:`save_torch` stored, then ``torch.load(...,
+    weights_only=True)``. A damaged file (truncated, zeroed, flipped bits, no checksum,
+    forbidden pickle globals) raises :class:`CorruptFileError` naming it."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as exc:  # truncated zip, pickle with forbidden globals, ...
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CorruptFileError(f"{path} could not be read ({exc}); delete it to rebuild the cache") from exc
+    end = len(data) - _SEAL_LEN - 2  # where the comment length field starts
+    sealed = end >= 20 and data[end:end + 2] == _SEAL_LEN.to_bytes(2, "little")
+    if not sealed or data[end + 2:end + 2 + len(_SEAL)] != _SEAL:
+        raise CorruptFileError(f"{path} has no eqlib integrity checksum (damaged, or written by an older "
+                               "eqlib); delete it to rebuild the cache")
+    if hashlib.sha256(memoryview(data)[:end]).hexdigest().encode() != data[end + 2 + len(_SEAL):]:
+        raise CorruptFileError(f"{path} fails its SHA-256 check (the file was damaged); delete it to "
+                               "rebuild the cache")
+    try:
+        return torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
+    except Exception as exc:  # pickle with forbidden globals, ...
         raise CorruptFileError(f"{path} could not be loaded safely ({exc.__class__.__name__}: {exc}); "
                                "delete it to rebuild the cache") from exc

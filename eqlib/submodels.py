@@ -55,6 +55,7 @@ import torch
 from .models.base import Model
 from .models.mlp import ACTIVATIONS, MLP
 from .symmetries import symmetry_group
+from .validation import check_float, check_int, check_tensor
 
 __all__ = ["find_inactive", "find_clones", "Reduction", "reduce", "plant_degenerate"]
 
@@ -72,10 +73,7 @@ def _require_mlp(model, what: str) -> None:
 
 
 def _check_tol(tol: float) -> float:
-    tol = float(tol)
-    if not tol >= 0:
-        raise ValueError(f"tol must be a nonnegative number, got {tol}")
-    return tol
+    return check_float("tol", tol, 0.0)
 
 
 def _sigma(act: str, z: Tensor) -> Tensor:
@@ -388,6 +386,7 @@ class Reduction:
         latents h̃), ``"end_to_end"`` (f(x; β θ̃) − f̃(x; θ̃)) and ``"beta_roundtrip"``
         (β(reduce θ) − θ, over all parameters).
         """
+        check_tensor("x", x, dtypes="float", nonempty=True, finite=True)
         sub = self.model if sub is None else sub
         full = self.beta(sub)
         with torch.no_grad():
@@ -433,6 +432,7 @@ def reduce(model: MLP, tol: float = 1e-6, max_passes: int = 100) -> Reduction:
     """
     _require_mlp(model, "reduce")
     tol = _check_tol(tol)
+    max_passes = check_int("max_passes", max_passes, 1)
     st = _Structure(model)
     acts = model.activations
     for _ in range(max_passes):
@@ -520,8 +520,7 @@ def plant_degenerate(model: MLP, n_dead: int = 1, n_constant: int = 1, n_clones:
     _require_mlp(model, "plant_degenerate")
     counts = dict(n_dead=n_dead, n_constant=n_constant, n_clones=n_clones, n_negated=n_negated)
     for k, v in counts.items():
-        if int(v) < 0:
-            raise ValueError(f"{k} must be nonnegative, got {v}")
+        check_int(k, v, 0)
     has_bias = model.layers[0].bias is not None
     if n_constant and not has_bias:
         raise ValueError("constant neurons need biases (their output is folded into the next bias)")
@@ -530,7 +529,8 @@ def plant_degenerate(model: MLP, n_dead: int = 1, n_constant: int = 1, n_clones:
                ("signed_permutation", "nonzero_scaled_permutation")]
         if odd:
             raise ValueError(f"negated clones need odd activations (σ(−z) = −σ(z)); got {sorted(set(odd))}")
-    gen = seed if isinstance(seed, torch.Generator) else torch.Generator().manual_seed(0 if seed is None else int(seed))
+    gen = seed if isinstance(seed, torch.Generator) else torch.Generator().manual_seed(
+        0 if seed is None else check_int("seed", seed, 0))
     Ws = [l.weight.detach().clone() for l in model.layers]
     bs = [None if l.bias is None else l.bias.detach().clone() for l in model.layers]
     for i in range(model.depth - 1):  # hidden layer i+1: rows of Ws[i], columns of Ws[i+1]

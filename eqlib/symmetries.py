@@ -30,6 +30,7 @@ from scipy.optimize import linear_sum_assignment
 
 from .models.attention import AttentionNetwork, MultiHeadAttention
 from .models.mlp import ACTIVATIONS, MLP
+from .validation import check_float, check_int, check_tensor
 
 __all__ = [
     "KINDS",
@@ -65,7 +66,7 @@ _ACTIVATION_KIND = {
 def _generator(seed: int | torch.Generator | None) -> torch.Generator:
     if isinstance(seed, torch.Generator):
         return seed
-    return torch.Generator().manual_seed(0 if seed is None else int(seed))
+    return torch.Generator().manual_seed(0 if seed is None else check_int("seed", seed, 0))
 
 
 class SymmetryElement:
@@ -87,8 +88,13 @@ class SymmetryElement:
     __slots__ = ("perm", "scale")
 
     def __init__(self, perm: Tensor | Sequence[int], scale: Tensor | Sequence[float] | None = None):
-        perm = torch.as_tensor(perm, dtype=torch.long).reshape(-1)
+        perm = torch.as_tensor(perm).reshape(-1)
+        if perm.is_floating_point() and not bool((perm == perm.round()).all()):
+            raise ValueError(f"perm must hold integers, got {perm.tolist()[:10]}")
+        perm = perm.long()
         d = perm.numel()
+        if d == 0:
+            raise ValueError("perm must be a permutation of 0..d-1 with d >= 1, got an empty one")
         if not torch.equal(torch.sort(perm).values, torch.arange(d)):
             raise ValueError(f"perm must be a permutation of 0..{d - 1}, got {perm.tolist()[:10]}")
         scale = torch.ones(d) if scale is None else torch.as_tensor(scale, dtype=torch.get_default_dtype()).reshape(-1)
@@ -101,7 +107,7 @@ class SymmetryElement:
     @classmethod
     def identity(cls, dim: int) -> "SymmetryElement":
         """The identity of R^dim."""
-        return cls(torch.arange(dim))
+        return cls(torch.arange(check_int("dim", dim, 1)))
 
     @classmethod
     def from_matrix(cls, matrix: Tensor, tol: float = 1e-6) -> "SymmetryElement":
@@ -110,6 +116,7 @@ class SymmetryElement:
         Raises:
             ValueError: if ``matrix`` is not square or not monomial up to ``tol``.
         """
+        check_float("tol", tol, 0.0)
         m = torch.as_tensor(matrix, dtype=torch.get_default_dtype())
         if m.ndim != 2 or m.shape[0] != m.shape[1]:
             raise ValueError(f"need a square matrix, got shape {tuple(m.shape)}")
@@ -191,9 +198,7 @@ class SymmetryGroup:
     def __init__(self, kind: str, dim: int):
         if kind not in KINDS:
             raise ValueError(f"unknown kind {kind!r}; choose from {KINDS}")
-        if int(dim) < 1:
-            raise ValueError(f"dim must be positive, got {dim}")
-        self.kind, self.dim = kind, int(dim)
+        self.kind, self.dim = kind, check_int("dim", dim, 1)
 
     def identity(self) -> SymmetryElement:
         return SymmetryElement.identity(self.dim)
@@ -201,6 +206,7 @@ class SymmetryGroup:
     def sample(self, seed: int | torch.Generator | None = 0, log_scale: float = 1.0) -> SymmetryElement:
         """A random element: a uniform permutation; signs uniform in {±1} where allowed;
         scales exp(u) with u uniform in [−log_scale, log_scale] where allowed."""
+        log_scale = check_float("log_scale", log_scale, 0.0)
         gen = _generator(seed)
         perm = torch.randperm(self.dim, generator=gen)
         scale = torch.ones(self.dim)
@@ -212,6 +218,7 @@ class SymmetryGroup:
 
     def contains(self, matrix: Tensor | SymmetryElement, tol: float = 1e-6) -> bool:
         """Is ``matrix`` (dense (d, d) or a SymmetryElement) in K, up to ``tol``?"""
+        check_float("tol", tol, 0.0)
         m = matrix.matrix() if isinstance(matrix, SymmetryElement) else torch.as_tensor(
             matrix, dtype=torch.get_default_dtype())
         if m.shape != (self.dim, self.dim) or not bool(torch.isfinite(m).all()):
@@ -308,8 +315,11 @@ def intertwining_error(activation: str, k: SymmetryElement, z: Tensor) -> float:
 
     Chapter: *Parameter symmetries*.
     """
-    if activation not in ACTIVATIONS:
+    if not isinstance(activation, str) or activation not in ACTIVATIONS:
         raise ValueError(f"unknown activation {activation!r}; choose from {sorted(ACTIVATIONS)}")
+    if not isinstance(k, SymmetryElement):
+        raise TypeError(f"k must be a SymmetryElement, got {type(k).__name__}")
+    check_tensor("z", z, dtypes="float", nonempty=True, finite=True)
     sigma = ACTIVATIONS[activation]
     with torch.no_grad():
         err = (sigma(k.act(z)) - k.act(sigma(z))).abs().max()
@@ -321,7 +331,7 @@ def intertwines(activation: str, k: SymmetryElement, z: Tensor, tol: float = 1e-
 
     Chapter: *Parameter symmetries*.
     """
-    return intertwining_error(activation, k, z) <= tol
+    return intertwining_error(activation, k, z) <= check_float("tol", tol, 0.0)
 
 
 def act_on_layer(weight: Tensor, bias: Tensor | None, k_out: SymmetryElement | None = None,
@@ -374,6 +384,8 @@ def apply_symmetry(model: MLP, ks: Sequence[SymmetryElement | None], check: bool
     for i, (k, K) in enumerate(zip(ks, groups), start=1):
         if k is None:
             continue
+        if not isinstance(k, SymmetryElement):
+            raise TypeError(f"ks[{i - 1}] must be a SymmetryElement or None, got {type(k).__name__}")
         if k.dim != K.dim:
             raise ValueError(f"k_{i} acts on R^{k.dim} but hidden layer {i} has width {K.dim}")
         if check and not K.contains(k, tol):
@@ -448,6 +460,7 @@ def sample_attention_symmetry(layer: MultiHeadAttention, seed: int | torch.Gener
     """
     if not isinstance(layer, MultiHeadAttention):
         raise TypeError(f"need a MultiHeadAttention layer, got {type(layer).__name__}")
+    log_scale = check_float("log_scale", log_scale, 0.0)
     gen = _generator(seed)
     perm = torch.randperm(layer.heads, generator=gen)
     return AttentionSymmetry(perm, _random_invertible(layer.heads, layer.d_k, gen, log_scale),

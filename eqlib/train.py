@@ -36,7 +36,8 @@ from torch import nn
 
 from .data import CIFAR10_MEAN, CIFAR10_STD, mirror, normalize
 from .device import default_device
-from .io import CorruptFileError, cache_dir, config_hash, load_torch, save_torch
+from .io import CACHE_WRITE_ERRORS, CorruptFileError, cache_dir, config_hash, load_torch, save_torch, warn_once
+from .validation import check_bool, check_choice, check_finite, check_float, check_int, check_tensor, show
 
 __all__ = ["TrainConfig", "TrainResult", "train", "cached_train", "mirror_images", "prepare_images",
            "penalty_term", "penalty_weight_at", "learning_rate_at", "evaluate_accuracy", "CIFAR_MEAN", "CIFAR_STD"]
@@ -108,29 +109,31 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self):
-        def choose(name, options):
-            if getattr(self, name) not in options:
-                raise ValueError(f"TrainConfig.{name} must be one of {options}, got {getattr(self, name)!r}")
-
-        choose("task", _TASKS)
-        choose("optimizer", _OPTIMIZERS)
-        choose("schedule", _SCHEDULES)
-        choose("penalty", _PENALTIES)
-        choose("mirror_axis", tuple(_AXES))
-        if int(self.epochs) < 1 or int(self.batch_size) < 1:
-            raise ValueError(f"epochs and batch_size must be positive, got {self.epochs}, {self.batch_size}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got {self.lr}")
+        """Check every field (NaN, inf, non-integers and unknown options are errors that name
+        the field); integral floats such as ``epochs=2.0`` become ints."""
+        for name, options in (("task", _TASKS), ("optimizer", _OPTIMIZERS), ("schedule", _SCHEDULES),
+                              ("penalty", _PENALTIES), ("mirror_axis", tuple(_AXES))):
+            check_choice(f"TrainConfig.{name}", getattr(self, name), options)
+        for name, low in (("epochs", 1), ("batch_size", 1), ("snapshot_every", 0), ("seed", 0)):
+            value = getattr(self, name)
+            if check_int(f"TrainConfig.{name}", value, low) != value or type(value) is not int:
+                object.__setattr__(self, name, int(value))
+        check_float("TrainConfig.lr", self.lr, 0.0, low_open=True)
+        check_float("TrainConfig.momentum", self.momentum, 0.0, 1.0)
+        for name in ("weight_decay", "penalty_weight", "grad_clip"):
+            check_float(f"TrainConfig.{name}", getattr(self, name), 0.0)
         for name in ("penalty_start", "penalty_ramp", "warmup"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"TrainConfig.{name} is a fraction of training in [0, 1], got {getattr(self, name)}")
-        if self.penalty_weight < 0 or self.weight_decay < 0:
-            raise ValueError("penalty_weight and weight_decay must be non-negative")
+            check_float(f"TrainConfig.{name}", getattr(self, name), 0.0, 1.0)
+        check_bool("TrainConfig.augment_mirror", self.augment_mirror)
         if self.penalty == "equivariance" and self.task != "autoencode":
             raise ValueError("the equivariance penalty f(mx) ≈ m f(x) needs image outputs: use task='autoencode' "
                              "(classifiers take penalty='invariance')")
-        if len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:
-            raise ValueError(f"mean and std need 3 channels with std > 0, got {self.mean}, {self.std}")
+        for name in ("mean", "std"):
+            value = getattr(self, name)
+            if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 3:
+                raise ValueError(f"TrainConfig.{name} must hold 3 numbers (one per channel), got {show(value)}")
+            for i, v in enumerate(value):
+                check_float(f"TrainConfig.{name}[{i}]", v, 0.0 if name == "std" else None, low_open=True)
         object.__setattr__(self, "mean", tuple(float(v) for v in self.mean))
         object.__setattr__(self, "std", tuple(float(v) for v in self.std))
 
@@ -140,6 +143,8 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "TrainConfig":
+        if not isinstance(d, Mapping):
+            raise TypeError(f"d must be a mapping of TrainConfig fields, got {show(d)}")
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = set(d) - fields
         if unknown:
@@ -236,6 +241,7 @@ def penalty_weight_at(config: TrainConfig, progress: float) -> float:
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
+    check_float("progress", progress, 0.0, 1.0)
     if config.penalty == "none" or config.penalty_weight == 0:
         return 0.0
     if progress < config.penalty_start:
@@ -250,6 +256,7 @@ def learning_rate_at(config: TrainConfig, progress: float) -> float:
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
+    check_float("progress", progress, 0.0, 1.0)
     if config.schedule == "constant":
         return float(config.lr)
     if config.warmup > 0 and progress < config.warmup:
@@ -270,6 +277,8 @@ def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tens
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
+    batch_size = check_int("batch_size", batch_size, 1)
+    _check_data(images, labels, "classify")
     dev = default_device(device) if device is not None else next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -282,15 +291,37 @@ def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tens
     return correct / max(1, len(imgs))
 
 
-def _check_data(images: torch.Tensor, labels: torch.Tensor | None, task: str) -> None:
-    if not isinstance(images, torch.Tensor) or images.dim() != 4 or images.shape[1] != 3:
-        raise ValueError(f"images must be a tensor (N, 3, H, W), got "
-                         f"{tuple(images.shape) if isinstance(images, torch.Tensor) else type(images)}")
+def _check_data(images: torch.Tensor, labels: torch.Tensor | None, task: str, name: str = "images") -> None:
+    """Images uint8 (0..255) or float in [0, 1], finite, non-empty; labels integers >= 0."""
+    check_tensor(name, images, ndim=4, nonempty=True)
+    if images.shape[1] != 3:
+        raise ValueError(f"{name} must have shape (N, 3, H, W), got {tuple(images.shape)}")
+    if images.dtype != torch.uint8:
+        if not images.is_floating_point():
+            raise TypeError(f"{name} must be uint8 (0..255) or float (in [0, 1]), got {images.dtype}")
+        check_finite(name, images)
+        lo, hi = float(images.min()), float(images.max())
+        if lo < 0.0 or hi > 1.0:
+            raise ValueError(f"float {name} must lie in [0, 1], got values in [{lo:g}, {hi:g}]"
+                             + ("; pass uint8 images, or divide by 255" if hi > 1.0 else ""))
     if task == "classify":
+        label_name = "labels" if name == "images" else "eval labels"
         if labels is None:
             raise ValueError("task='classify' needs labels")
+        check_tensor(label_name, labels, ndim=1, dtypes="integer")
         if labels.shape != (images.shape[0],):
-            raise ValueError(f"labels must have shape ({images.shape[0]},), got {tuple(labels.shape)}")
+            raise ValueError(f"{label_name} must have shape ({images.shape[0]},), got {tuple(labels.shape)}")
+        if int(labels.min()) < 0:
+            raise ValueError(f"{label_name} must be class indices >= 0, got minimum {int(labels.min())}")
+
+
+def _check_model(model: nn.Module) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {show(model)}")
+    for pname, param in model.named_parameters():
+        check_finite(f"the model's parameter {pname!r}", param.detach())
+    for bname, buf in model.named_buffers():
+        check_finite(f"the model's buffer {bname!r}", buf)
 
 
 def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
@@ -368,8 +399,16 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     if not isinstance(config, TrainConfig):
-        raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    _check_model(model)
     _check_data(images, labels, config.task)
+    if eval_data is not None:
+        if not isinstance(eval_data, (tuple, list)) or len(eval_data) != 2:
+            raise TypeError(f"eval_data must be a pair (images, labels), got {show(eval_data)}")
+        _check_data(eval_data[0], eval_data[1], config.task, "eval images")
+    checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable, got {show(callback)}")
     dev = default_device(device)
     model.to(dev)
     n = images.shape[0]
@@ -383,6 +422,7 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     mul = (1.0 / (scale * torch.tensor(config.std, device=dev))).view(1, 3, 1, 1)
     sub = (torch.tensor(config.mean, device=dev) / torch.tensor(config.std, device=dev)).view(1, 3, 1, 1)
     axis = _AXES[config.mirror_axis]
+    label_max = int(y_all.max()) if y_all is not None else None
 
     gen = torch.Generator(device=dev)
     gen.manual_seed(int(config.seed))
@@ -392,6 +432,7 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     start_epoch = 0
     ckpt_path = Path(checkpoints) if checkpoints is not None else None
     if ckpt_path is not None and ckpt_path.exists():
+        initial_state = {k: v.clone() for k, v in model.state_dict().items()}
         try:
             state = load_torch(ckpt_path, map_location="cpu")
             model.load_state_dict(state["model"])
@@ -400,9 +441,12 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
             history = {k: list(v) for k, v in state["history"].items()}
             snapshots = [(int(e), s) for e, s in zip(state["snapshot_epochs"], state["snapshots"])]
             start_epoch = int(state["epoch"])
-        except (CorruptFileError, KeyError, RuntimeError) as exc:
+        except (CorruptFileError, KeyError, RuntimeError, ValueError, TypeError) as exc:
             warnings.warn(f"ignoring unreadable checkpoint {ckpt_path} ({exc}); training from scratch")
-            start_epoch = 0
+            model.load_state_dict(initial_state)
+            optimizer = _make_optimizer(model, config)
+            gen.manual_seed(int(config.seed))
+            history, snapshots, start_epoch = _empty_history(), [], 0
     if config.snapshot_every and start_epoch == 0 and not snapshots:
         snapshots.append((0, _cpu_state(model)))
 
@@ -440,6 +484,11 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
                 group["lr"] = lr
             pw = penalty_weight_at(config, frac)
             out = model(x)
+            if label_max is not None:  # once: the labels must index the model's outputs
+                if out.dim() != 2 or label_max >= out.shape[1]:
+                    raise ValueError(f"labels must be class indices below the model's {tuple(out.shape[1:])} "
+                                     f"outputs, got a label {label_max}")
+                label_max = None
             task_loss = _task_loss(out, x, y, config.task)
             loss = task_loss
             if pw > 0:
@@ -488,11 +537,16 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
             model.train()
         if config.snapshot_every and (epoch + 1) % config.snapshot_every == 0:
             snapshots.append((epoch + 1, _cpu_state(model)))
-        if ckpt_path is not None and ((epoch + 1) % max(1, checkpoint_every) == 0 or epoch + 1 == config.epochs):
-            save_torch({"model": _cpu_state(model), "optimizer": optimizer.state_dict(), "generator": gen.get_state(),
-                        "history": history, "epoch": epoch + 1,
-                        "snapshot_epochs": [e for e, _ in snapshots], "snapshots": [s for _, s in snapshots]},
-                       ckpt_path)
+        if ckpt_path is not None and ((epoch + 1) % checkpoint_every == 0 or epoch + 1 == config.epochs):
+            try:
+                save_torch({"model": _cpu_state(model), "optimizer": optimizer.state_dict(),
+                            "generator": gen.get_state(), "history": history, "epoch": epoch + 1,
+                            "snapshot_epochs": [e for e, _ in snapshots], "snapshots": [s for _, s in snapshots]},
+                           ckpt_path)
+            except CACHE_WRITE_ERRORS as exc:  # read-only or full disk: the checkpoint is optional
+                warn_once(f"checkpoint:{ckpt_path.parent}", f"could not write the checkpoint {ckpt_path} "
+                          f"({type(exc).__name__}: {exc}); training on without checkpoints")
+                ckpt_path = None
         if callback is not None:
             callback(epoch + 1, model, history)
     if bar is not None:
@@ -529,8 +583,20 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
+    if not callable(build_model):
+        raise TypeError(f"build_model must be a function returning a fresh model, got {show(build_model)}")
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise TypeError(f"data must be a pair (images, labels), got {show(data)}")
     images, labels = data
+    _check_data(images, labels, config.task)
+    for name, value in (("cache_key_extra", cache_key_extra), ("data_spec", data_spec)):
+        if value is not None and not isinstance(value, Mapping):
+            raise TypeError(f"{name} must be a mapping (JSON-serialisable), got {show(value)}")
     model = build_model()
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"build_model must return a torch.nn.Module, got {show(model)}")
     init_state = model.state_dict()
     init_sum = float(sum(v.double().sum() + (v.double() ** 2).sum() * 1e-3 for v in init_state.values()))
     if data_spec is None:
@@ -542,7 +608,15 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
                          1, len(labels) + 1, dtype=torch.float64) % 9973).sum())}
     key = config_hash({"model": _model_spec(model), "init": round(init_sum, 6), "config": config.to_dict(),
                        "data": dict(data_spec), "extra": dict(cache_key_extra or {})})
-    folder = cache_dir("models")
+    try:
+        folder = cache_dir("models")
+    except OSError as exc:  # read-only or full disk: the cache is optional
+        warn_once(f"models-cache:{exc.filename}", f"the model cache cannot be created ({exc}); training "
+                  "without it (set EQLIB_CACHE to a writable folder to keep the results)")
+        result = train(model, images, labels, config, device=device, progress=progress,
+                       eval_data=eval_data, callback=callback)
+        result.model.to("cpu")
+        return result
     path = folder / f"{type(model).__name__}-{config.task}-{key}.pt"
     ckpt = folder / f"{type(model).__name__}-{config.task}-{key}.ckpt"
     if path.exists():
@@ -552,15 +626,22 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
             snapshots = [(int(e), s) for e, s in zip(state["snapshot_epochs"], state["snapshots"])]
             return TrainResult(model=model.eval(), history={k: list(v) for k, v in state["history"].items()},
                                snapshots=snapshots, config=config, from_cache=True)
-        except (CorruptFileError, KeyError, RuntimeError) as exc:
+        except (CorruptFileError, KeyError, RuntimeError, ValueError, TypeError) as exc:
             warnings.warn(f"cached model {path.name} is corrupt ({exc}); retraining it")
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass
             model = build_model()
     result = train(model, images, labels, config, device=device, progress=progress, checkpoints=ckpt,
                    checkpoint_every=checkpoint_every, eval_data=eval_data, callback=callback)
     result.model.to("cpu")
-    save_torch({"model": _cpu_state(result.model), "history": result.history,
-                "snapshot_epochs": [e for e, _ in result.snapshots], "snapshots": [s for _, s in result.snapshots],
-                "config": json.dumps(config.to_dict())}, path)
-    ckpt.unlink(missing_ok=True)
+    try:
+        save_torch({"model": _cpu_state(result.model), "history": result.history,
+                    "snapshot_epochs": [e for e, _ in result.snapshots],
+                    "snapshots": [s for _, s in result.snapshots], "config": json.dumps(config.to_dict())}, path)
+        ckpt.unlink(missing_ok=True)
+    except CACHE_WRITE_ERRORS as exc:  # read-only or full disk: the result is still good
+        warn_once(f"models-cache-write:{folder}", f"could not write the model cache {path} "
+                  f"({type(exc).__name__}: {exc}); the result is returned but not cached")
     return result

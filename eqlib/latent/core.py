@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from ..actions import Action, check_equivariance
+from ..validation import check_finite, check_float, check_int, check_tensor
 from .lstsq import paired_features, fit_linear_action
 from .result import LatentActions, dense_action, homomorphism_error, layer_errors
 from .weights import layer_kind, lift_action, maybe_degenerate, mlp_layers, recover_by_weights
@@ -98,7 +99,19 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {METHODS}")
+    for name, rho in (("rho_in", rho_in), ("rho_out", rho_out)):
+        if not isinstance(rho, Action):
+            raise TypeError(f"{name} must be an eqlib Action, got {type(rho).__name__}")
+    if tol is not None:
+        check_float("tol", tol, 0.0)
+    check_int("num_probes", num_probes, 1), check_int("seed", seed, 0)
+    check_float("fit_fraction", fit_fraction, 0.0, 1.0, low_open=True)
+    check_float("ridge", ridge, 0.0), check_float("noise_scale", noise_scale, 0.0, low_open=True)
+    if x is not None:
+        check_tensor("x", x, dtypes="float", nonempty=True, finite=True)
     layers = mlp_layers(model)
+    for name, param in model.named_parameters():
+        check_finite(f"the model's parameter {name!r}", param.detach())
     if rho_in.group != rho_out.group:
         raise ValueError("rho_in and rho_out must be actions of one group")
     if rho_in.dim != layers[0].in_dim or rho_out.dim != layers[-1].out_dim:

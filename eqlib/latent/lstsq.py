@@ -26,6 +26,7 @@ import torch
 
 from ..actions import Action
 from ..groups import GroupElement
+from ..validation import check_choice, check_float, check_int, check_tensor
 
 __all__ = ["LinearFit", "fit_linear_action", "linear_equivariance_error", "paired_features", "relative_errors"]
 
@@ -65,6 +66,7 @@ def relative_errors(A: Tensor, X: Tensor, Y: Tensor, chunk: int = 65536) -> Tens
 
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
     """
+    chunk = check_int("chunk", chunk, 1)
     out = []
     At = A.T.to(X.dtype)
     for s in range(0, X.shape[0], chunk):
@@ -136,6 +138,11 @@ def fit_linear_action(
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
     """
     X, Y = features, features_transformed
+    check_tensor("features", X, dtypes="float", finite=True)
+    check_tensor("features_transformed", Y, dtypes="float", finite=True)
+    check_float("fit_fraction", fit_fraction, 0.0, 1.0, low_open=True)
+    check_float("ridge", ridge, 0.0), check_float("rcond", rcond, 0.0)
+    check_choice("solver", solver, (None, "gelsd", "normal"))
     if X.ndim != 2 or X.shape != Y.shape:
         raise ValueError(f"features must be two (N, d) tensors of one shape, got {tuple(X.shape)} and {tuple(Y.shape)}")
     if not 0 < fit_fraction <= 1:
@@ -201,6 +208,12 @@ def paired_features(
         device = first.device if first is not None else torch.device("cpu")
     device = torch.device(device)
     shape = tuple(input_shape) if input_shape is not None else (act.dim,)
+    check_int("seed", seed, 0), check_int("chunk_size", chunk_size, 1)
+    check_float("noise_scale", noise_scale, 0.0, low_open=True)
+    if isinstance(samples, torch.Tensor):
+        check_tensor("samples", samples, dtypes="float", nonempty=True, finite=True)
+    else:
+        samples = check_int("samples", samples, 2)
     if isinstance(samples, int):
         if samples < 2:
             raise ValueError(f"need at least 2 samples, got {samples}")

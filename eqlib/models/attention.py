@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from .base import Layer, Model
+from ..validation import check_bool, check_int, show
 from .mlp import _generator
 
 __all__ = ["MultiHeadAttention", "AttentionNetwork"]
@@ -36,8 +37,12 @@ class MultiHeadAttention(Layer):
     def __init__(self, n_tokens: int, d_in: int, d_out: int, heads: int, d_k: int | None = None,
                  d_v: int | None = None, positional: bool = False, seed: int | torch.Generator | None = 0):
         super().__init__()
-        d_k = d_k or max(1, d_in // heads)
-        d_v = d_v or max(1, d_out // heads)
+        n_tokens, d_in, d_out = check_int("n_tokens", n_tokens, 1), check_int("d_in", d_in, 1), \
+            check_int("d_out", d_out, 1)
+        heads = check_int("heads", heads, 1)
+        d_k = check_int("d_k", d_k, 1) if d_k is not None else max(1, d_in // heads)
+        d_v = check_int("d_v", d_v, 1) if d_v is not None else max(1, d_out // heads)
+        check_bool("positional", positional)
         gen = _generator(seed)
         self.in_shape, self.out_shape = (n_tokens, d_in), (n_tokens, d_out)
         self.heads, self.d_k, self.d_v = heads, d_k, d_v
@@ -102,10 +107,14 @@ class AttentionNetwork(Model):
 
     def __init__(self, n_tokens: int, dims: Sequence[int], heads: int | Sequence[int] = 2,
                  positional: bool = False, d_k: int | None = None, d_v: int | None = None, seed: int | None = 0):
+        if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__"):
+            raise TypeError(f"dims must be a list of token dimensions [d_0, ..., d_L], got {show(dims)}")
         L = len(dims) - 1
         if L < 1:
-            raise ValueError(f"need at least two token dimensions, got {list(dims)}")
+            raise ValueError(f"dims must hold at least two token dimensions, got {list(dims)}")
         hs = [heads] * L if isinstance(heads, int) else list(heads)
+        if len(hs) != L:
+            raise ValueError(f"heads must be one number or {L} (one per layer), got {show(heads)}")
         gen = _generator(seed)
         super().__init__([
             MultiHeadAttention(n_tokens, dims[i], dims[i + 1], hs[i], d_k, d_v, positional and i == 0, gen)

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
+from ..validation import check_float, check_int, check_tensor
 from .base import Layer, Model
 
 __all__ = ["VGG_CONFIGS", "ConvLayer", "PoolHead", "VGG", "MirrorGCNN", "flip_filters", "channel_involution",
@@ -102,8 +103,7 @@ def _parse(config: Sequence, width: float) -> list[tuple[int, bool]]:
         if config not in VGG_CONFIGS:
             raise ValueError(f"unknown configuration {config!r}; choose from {sorted(VGG_CONFIGS)} or give a list")
         config = VGG_CONFIGS[config]
-    if width <= 0:
-        raise ValueError(f"width multiplier must be positive, got {width}")
+    check_float("width", width, 0.0, low_open=True)
     out: list[tuple[int, bool]] = []
     for item in config:
         if item == "M":
@@ -142,11 +142,16 @@ class VGG(Model):
     def __init__(self, config: Sequence | str = "small", width: float = 1.0, num_classes: int = 10,
                  batchnorm: bool = True, in_channels: int = 3, image_size: int = 32, seed: int = 0):
         spec = _parse(config, width)
+        num_classes, in_channels = check_int("num_classes", num_classes, 1), check_int("in_channels", in_channels, 1)
+        image_size, seed = check_int("image_size", image_size, 1), check_int("seed", seed, 0)
         layers: list[Layer] = []
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
             c, s = in_channels, image_size
             for ch, pool in spec:
+                if pool and s < 2:
+                    raise ValueError(f"image_size {image_size} is too small for the {sum(p for _, p in spec)} "
+                                     f"2x2 max-pools of {list(config) if not isinstance(config, str) else config}")
                 layers.append(ConvLayer(c, ch, s, batchnorm, pool))
                 c, s = ch, (s // 2 if pool else s)
             layers.append(PoolHead(c, s, num_classes))
@@ -209,7 +214,8 @@ def warm_batchnorm(model: nn.Module, batches: int = 3, batch_size: int = 16, sca
 
     Chapter: *ReLU CNNs and GCNNs* (book/part3/09_relu_cnns_gcnns).
     """
-    gen = torch.Generator().manual_seed(seed)
+    batches, batch_size = check_int("batches", batches, 1), check_int("batch_size", batch_size, 1)
+    gen = torch.Generator().manual_seed(check_int("seed", seed, 0))
     shape = (batch_size, *(model.shapes[0] if hasattr(model, "shapes") else (3, 32, 32)))
     model.train()
     for _ in range(batches):
@@ -223,6 +229,7 @@ def mirror_invariance_error(model: nn.Module, x: torch.Tensor) -> float:
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
+    check_tensor("x", x, ndim=4, dtypes="float", nonempty=True, finite=True)
     was = model.training
     model.eval()
     fx, fmx = model(x), model(x.flip(-1))
@@ -243,6 +250,7 @@ def channel_involution(channels: int, fixed: int) -> torch.Tensor:
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
+    channels, fixed = check_int("channels", channels, 1), check_int("fixed", fixed, 0)
     paired = channels - fixed
     if fixed < 0 or paired < 0 or paired % 2:
         raise ValueError(f"need 0 ≤ fixed ≤ channels with channels − fixed even; got channels={channels}, fixed={fixed}")
@@ -310,8 +318,7 @@ class MirrorGCNN(VGG):
     def __init__(self, config: Sequence | str = "small", width: float = 1.0, num_classes: int = 10,
                  batchnorm: bool = True, in_channels: int = 3, image_size: int = 32, seed: int = 0,
                  fixed_fraction: float = 0.25):
-        if not 0.0 <= fixed_fraction <= 1.0:
-            raise ValueError(f"fixed_fraction must be in [0, 1], got {fixed_fraction}")
+        check_float("fixed_fraction", fixed_fraction, 0.0, 1.0)
         super().__init__(config, width, num_classes, batchnorm, in_channels, image_size, seed)
         self.fixed_fraction = fixed_fraction
         self.involutions: list[torch.Tensor] = []

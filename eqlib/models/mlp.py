@@ -5,12 +5,14 @@ Chapter: *Models, latent spaces and submodels* (book/part1/03_models_and_submode
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..validation import check_bool, check_float, check_int, check_tensor, show
 from .base import Layer, Model
 
 __all__ = ["ACTIVATIONS", "ODD_ACTIVATIONS", "Dense", "MLP"]
@@ -29,7 +31,7 @@ ODD_ACTIVATIONS = frozenset({"tanh", "identity"})
 def _generator(seed: int | torch.Generator | None) -> torch.Generator:
     if isinstance(seed, torch.Generator):
         return seed
-    return torch.Generator().manual_seed(0 if seed is None else int(seed))
+    return torch.Generator().manual_seed(0 if seed is None else check_int("seed", seed, 0))
 
 
 class Dense(Layer):
@@ -48,8 +50,11 @@ class Dense(Layer):
     def __init__(self, in_dim: int, out_dim: int, activation: str = "identity", bias: bool = True,
                  seed: int | torch.Generator | None = 0, init_scale: float = 1.0):
         super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {activation!r}; choose from {sorted(ACTIVATIONS)}")
+        if not isinstance(activation, str) or activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}: activation must be one of {sorted(ACTIVATIONS)}")
+        in_dim, out_dim = check_int("in_dim", in_dim, 1), check_int("out_dim", out_dim, 1)
+        check_bool("bias", bias)
+        init_scale = check_float("init_scale", init_scale)
         self.in_shape, self.out_shape = (int(in_dim),), (int(out_dim),)
         self.activation = activation
         gen = _generator(seed)
@@ -87,9 +92,12 @@ class MLP(Model):
 
     def __init__(self, widths: Sequence[int], activations: str | Sequence[str] = "tanh", bias: bool = True,
                  seed: int | None = 0, init_scale: float | Sequence[float] = 1.0):
+        if isinstance(widths, (str, bytes)) or not hasattr(widths, "__len__"):
+            raise TypeError(f"widths must be a list of layer widths [d_0, ..., d_L], got {show(widths)}")
         L = len(widths) - 1
         if L < 1:
-            raise ValueError(f"an MLP needs at least two widths, got {list(widths)}")
+            raise ValueError(f"widths must hold at least two widths (an MLP needs one layer), got {list(widths)}")
+        widths = [check_int(f"widths[{i}]", w, 1) for i, w in enumerate(widths)]
         if isinstance(activations, str):
             acts = [activations] * (L - 1) + ["identity"]
         else:
@@ -98,7 +106,14 @@ class MLP(Model):
                 acts.append("identity")
             if len(acts) != L:
                 raise ValueError(f"need {L - 1} or {L} activations for {L} layers, got {len(acts)}")
-        scales = [init_scale] * L if isinstance(init_scale, (int, float)) else list(init_scale)
+        if isinstance(init_scale, numbers.Real):
+            scales = [init_scale] * L
+        elif isinstance(init_scale, (list, tuple)):
+            scales = list(init_scale)
+        else:
+            raise TypeError(f"init_scale must be a number or a list of {L} numbers, got {show(init_scale)}")
+        if len(scales) != L:
+            raise ValueError(f"init_scale must be one number or {L} (one per layer), got {show(init_scale)}")
         gen = _generator(seed)
         super().__init__([
             Dense(widths[i], widths[i + 1], acts[i], bias, gen, scales[i]) for i in range(L)
@@ -119,6 +134,7 @@ class MLP(Model):
         return [layer.bias for layer in self.layers]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor("x", x, dtypes="float")
         if x.dim() > 2:  # images (N, C, H, W) → (N, CHW)
             x = x.flatten(1)
         return super().forward(x)

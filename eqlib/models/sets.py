@@ -24,6 +24,7 @@ from torch.func import functional_call, jacrev
 from ..actions import Action
 from ..groups import FiniteGroup, GroupElement, from_permutations
 from .base import Layer
+from ..validation import check_finite, check_int
 from .mlp import ACTIVATIONS, _generator
 
 __all__ = ["DeepSetsLayer", "pair_swap_parameters", "GraphLayer", "cycle_graph", "cycle_automorphisms", "AdjunctionFit",
@@ -33,8 +34,8 @@ Tensor = torch.Tensor
 
 
 def _check_activation(activation: str) -> None:
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {activation!r}; choose from {sorted(ACTIVATIONS)}")
+    if not isinstance(activation, str) or activation not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {activation!r}: activation must be one of {sorted(ACTIVATIONS)}")
 
 
 class DeepSetsLayer(Layer):
@@ -53,6 +54,7 @@ class DeepSetsLayer(Layer):
     def __init__(self, n: int, d_in: int, d_out: int, activation: str = "tanh", seed: int | torch.Generator = 0):
         super().__init__()
         _check_activation(activation)
+        n, d_in, d_out = check_int("n", n, 1), check_int("d_in", d_in, 1), check_int("d_out", d_out, 1)
         self.in_shape, self.out_shape = (int(n), int(d_in)), (int(n), int(d_out))
         self.activation = activation
         gen = _generator(seed)
@@ -103,8 +105,10 @@ class GraphLayer(Layer):
         super().__init__()
         _check_activation(activation)
         A = torch.as_tensor(adjacency, dtype=torch.get_default_dtype())
-        if A.dim() != 2 or A.shape[0] != A.shape[1]:
-            raise ValueError(f"adjacency must be a square matrix, got shape {tuple(A.shape)}")
+        if A.dim() != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
+            raise ValueError(f"adjacency must be a square non-empty matrix, got shape {tuple(A.shape)}")
+        check_finite("adjacency", A)
+        d_in, d_out = check_int("d_in", d_in, 1), check_int("d_out", d_out, 1)
         n = A.shape[0]
         self.register_buffer("adjacency", A)
         self.in_shape, self.out_shape = (n, int(d_in)), (n, int(d_out))
@@ -127,8 +131,7 @@ def cycle_graph(n: int) -> Tensor:
 
     Chapter: *Where the theorem does not apply*.
     """
-    if n < 3:
-        raise ValueError(f"a cycle graph needs n >= 3 nodes, got {n}")
+    n = check_int("n (nodes of the cycle graph)", n, 3)
     A = torch.zeros(n, n)
     i = torch.arange(n)
     A[i, (i + 1) % n] = A[(i + 1) % n, i] = 1.0
@@ -141,8 +144,7 @@ def cycle_automorphisms(n: int) -> FiniteGroup:
 
     Chapter: *Where the theorem does not apply*.
     """
-    if n < 3:
-        raise ValueError(f"a cycle graph needs n >= 3 nodes, got {n}")
+    n = check_int("n (nodes of the cycle graph)", n, 3)
     rot = [(i + 1) % n for i in range(n)]
     ref = [(-i) % n for i in range(n)]
     return from_permutations([rot, ref], name=f"Aut(C{n})")
@@ -246,6 +248,7 @@ class ResidualBlock(Layer):
     def __init__(self, d: int, hidden: int, activation: str = "relu", seed: int | torch.Generator = 0):
         super().__init__()
         _check_activation(activation)
+        d, hidden = check_int("d", d, 1), check_int("hidden", hidden, 1)
         self.in_shape = self.out_shape = (int(d),)
         self.activation = activation
         gen = _generator(seed)
@@ -286,6 +289,7 @@ def plant_residual_invariant(d: int, hidden: int, activation: str = "relu", seed
     """
     if activation not in ("relu", "gelu"):
         raise ValueError(f"the construction needs σ(z) − σ(−z) = z (relu or gelu), got {activation!r}")
+    d, hidden = check_int("d", d, 1), check_int("hidden", hidden, 1)
     if hidden < d:
         raise ValueError(f"need hidden >= d for W_1 of full column rank, got hidden={hidden}, d={d}")
     block = ResidualBlock(d, hidden, activation, seed)

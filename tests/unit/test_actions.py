@@ -219,3 +219,60 @@ def test_check_equivariance_on_given_elements_and_group_mismatch():
     assert list(errors) == [rho.group["r"]]
     with pytest.raises(ValueError, match="same group"):
         actions.check_equivariance(torch.tanh, rho, actions.mirror((1, 4, 4)), x)
+
+
+# -- bad input is a clear error, never a silently wrong number (issue 16) ------------------------
+def test_nan_matrices_are_rejected_naming_the_element():
+    from eqlib.actions import MatrixAction, check_homomorphism, from_matrices
+    from eqlib.groups import flip
+
+    Z2 = flip()
+    with pytest.raises(ValueError, match=r"matrices\[m\] must be finite"):
+        from_matrices(Z2, {Z2["m"]: [[float("nan"), 0.0], [0.0, 1.0]]})
+    # check_homomorphism used to return 0.0 here: max(0.0, nan) dropped the NaN
+    rho = MatrixAction.__new__(MatrixAction)
+    rho.group, rho.dim, rho.shape = Z2, 2, (2,)
+    rho._matrices = torch.stack([torch.eye(2), torch.tensor([[float("nan"), 0.0], [0.0, 1.0]])])
+    with pytest.raises(ValueError, match=r"rho\(m\) is not finite"):
+        check_homomorphism(rho)
+
+
+def test_from_matrices_empty_or_ragged_is_a_clear_error():
+    from eqlib.actions import from_matrices
+    from eqlib.groups import cyclic
+
+    G = cyclic(3)
+    with pytest.raises(ValueError, match="got none"):
+        from_matrices(G, {})
+    with pytest.raises(ValueError, match=r"matrices\[r2\] must be a 2x2 matrix"):
+        from_matrices(G, {G["e"]: torch.eye(2), G["r"]: torch.eye(2), G["r2"]: torch.eye(3)})
+    with pytest.raises(TypeError, match="matrices must be a mapping"):
+        from_matrices(G, [torch.eye(2)])
+
+
+@pytest.mark.parametrize("points", [[[0, 1], [1, 1]], [[0, 1], [7, 3]], [[0, 1], [1, -1]]])
+def test_permutation_rejects_non_permutations(points):
+    from eqlib.actions import permutation
+    from eqlib.groups import flip
+
+    with pytest.raises(ValueError, match=r"points\[m\] = .* is not a permutation of 0..1"):
+        permutation(flip(), np.array(points))
+
+
+def test_checks_on_empty_or_nan_data_fail_loudly():
+    from eqlib.actions import check_equivariance, check_homomorphism, mirror, regular
+    from eqlib.groups import cyclic
+
+    rho = regular(cyclic(3))
+    x = torch.randn(4, 3)
+    with pytest.raises(ValueError, match="x must not be empty"):
+        check_equivariance(lambda v: v, rho, rho, x[:0])
+    with pytest.raises(ValueError, match=r"f\(x\) must be finite"):
+        check_equivariance(lambda v: v * float("nan"), rho, rho, x)
+    with pytest.raises(ValueError, match="num_probes must be an integer >= 1, got 0"):
+        check_homomorphism(rho, num_probes=0)
+    with pytest.raises(ValueError, match=r"shape must be a tuple of integers >= 1"):
+        mirror((3, 0, 4))
+    with pytest.raises(ValueError, match="dim must be an integer >= 1"):
+        from eqlib.actions import trivial
+        trivial(cyclic(2), dim=0)

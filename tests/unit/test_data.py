@@ -5,6 +5,7 @@ import hashlib
 import io
 import os
 import pickle
+import shutil
 import struct
 import tarfile
 import warnings
@@ -18,12 +19,17 @@ from torch.testing import assert_close
 
 from eqlib import actions, data
 from eqlib.data import (
+    CIFAR10,
     CLASSES,
     CorruptDataError,
     DataNotFoundError,
     UnsafePickleError,
     load_cifar10,
 )
+
+
+# the small fake data sets have the official classes but not the official counts
+pytestmark = pytest.mark.filterwarnings("ignore:.*images per class, not the official")
 
 
 @pytest.fixture(autouse=True)
@@ -69,8 +75,8 @@ def write_batches(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     folder.mkdir(parents=True)
     expected = {"train": ([], []), "test": ([], [])}
     names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
-    for i, name in enumerate(names):
-        x, y = fake_images(3, seed=i), [(i + k) % 10 for k in range(3)]
+    for i, name in enumerate(names):  # 10 images per batch, one of every class
+        x, y = fake_images(10, seed=i), [(i + k) % 10 for k in range(10)]
         (folder / name).write_bytes(batch_bytes(x, y))
         split = "test" if name == "test_batch" else "train"
         expected[split][0].append(x)
@@ -129,7 +135,7 @@ def test_official_pickle_layout(tmp_path, packed):
         (tmp_path / "data").mkdir()
         root = tar_folder(tmp_path / "src" / "cifar-10-batches-py", tmp_path / "data" / "cifar-10-python.tar.gz",
                           "cifar-10-batches-py")
-    for split, n in (("train", 15), ("test", 3)):
+    for split, n in (("train", 50), ("test", 10)):
         ds = load_cifar10(split, root=root)
         assert len(ds) == n
         assert_close(ds.images, torch.from_numpy(expected[split][0]))
@@ -276,10 +282,11 @@ class _Py2Pickler(pickle._Pickler):
 
 
 def test_python2_style_official_batch(tmp_path):
-    x = fake_images(4, seed=3)
+    x = fake_images(10, seed=3)
+    labels = [3, 1, 4, 0, 5, 9, 2, 6, 8, 7]
     buf = io.BytesIO()
-    _Py2Pickler(buf, protocol=2).dump({b"batch_label": b"testing batch 1 of 1", b"labels": [3, 1, 4, 1],
-                                        b"data": x.reshape(4, -1), b"filenames": [b"a.png"] * 4})
+    _Py2Pickler(buf, protocol=2).dump({b"batch_label": b"testing batch 1 of 1", b"labels": labels,
+                                        b"data": x.reshape(10, -1), b"filenames": [b"a.png"] * 10})
     raw = buf.getvalue().replace(b"numpy._core.multiarray\n", b"numpy.core.multiarray\n")  # numpy 1.x names
     assert b"numpy.core.multiarray\n_reconstruct" in raw and b"_codecs" not in raw
     folder = tmp_path / "cifar-10-batches-py"
@@ -287,7 +294,7 @@ def test_python2_style_official_batch(tmp_path):
     (folder / "test_batch").write_bytes(raw)
     ds = load_cifar10("test", root=tmp_path)
     assert_close(ds.images, torch.from_numpy(x))
-    assert ds.labels.tolist() == [3, 1, 4, 1]
+    assert ds.labels.tolist() == labels
 
 
 def test_batch_with_wrong_content_is_reported(tmp_path):
@@ -380,7 +387,7 @@ def test_download_checks_md5_and_is_never_default(tmp_path, monkeypatch):
         load_cifar10("test", root=tmp_path / "dl")  # download=False: nothing fetched
     assert list((tmp_path / "dl").iterdir()) == []
     ds = load_cifar10("test", root=tmp_path / "dl", download=True)
-    assert len(ds) == 3 and (tmp_path / "dl" / "cifar-10-python.tar.gz").exists()
+    assert len(ds) == 10 and (tmp_path / "dl" / "cifar-10-python.tar.gz").exists()
     (tmp_path / "dl2").mkdir()
     with pytest.raises(CorruptDataError, match="md5"):
         data.download_cifar10(tmp_path / "dl2", url=archive.as_uri(), md5="0" * 32)
@@ -511,3 +518,69 @@ def test_transforms_on_cuda(batch):
     assert out.device.type == "cuda" and mask.device.type == "cuda"
     expected = torch.where(mask.cpu()[:, None, None, None], torch.flip(batch, dims=(-1,)), batch)
     assert_close(out.cpu(), expected)
+
+
+# -- integrity of what is read ----------------------------------------------------------------
+def test_partial_image_folder_says_what_is_missing(tmp_path):
+    """One deleted image (9,999 of 10,000) or a deleted class folder used to load silently."""
+    write_image_folder(tmp_path / "d", per_class=3)
+    (tmp_path / "d" / "test" / "cat" / "1.png").unlink()
+    with pytest.raises(CorruptDataError, match=r"incomplete: 29 images.*'cat' has 2, the other classes 3"):
+        load_cifar10("test", root=tmp_path / "d")
+    shutil.rmtree(tmp_path / "d" / "train" / "dog")
+    with pytest.raises(CorruptDataError, match=r"'dog' has 0"):
+        load_cifar10("train", root=tmp_path / "d")
+
+
+def test_archive_cut_at_a_member_boundary_is_incomplete(tmp_path):
+    write_image_folder(tmp_path / "src", per_class=2)
+    archive = tmp_path / "cut.tar"
+    with tarfile.open(archive, "w") as tf:  # the test split stops after the first 7 classes
+        for cls in CLASSES[:7]:
+            tf.add(tmp_path / "src" / "test" / cls, arcname=f"cifar/test/{cls}")
+    with pytest.raises(CorruptDataError, match=r"'horse' has 0, 'ship' has 0, 'truck' has 0"):
+        load_cifar10("test", root=archive)
+
+
+def test_equal_but_unofficial_counts_warn_once(tmp_path):
+    write_image_folder(tmp_path / "d", per_class=2)
+    with pytest.warns(UserWarning, match="2 images per class, not the official 5,000"):
+        load_cifar10("train", root=tmp_path / "d", cache=False)
+
+
+def test_official_counts_pass_silently(tmp_path, monkeypatch, recwarn):
+    write_image_folder(tmp_path / "d", per_class=2)
+    monkeypatch.setitem(data._OFFICIAL_PER_CLASS, "test", 2)
+    assert len(load_cifar10("test", root=tmp_path / "d")) == 20
+    assert not [w for w in recwarn if "official" in str(w.message)]
+
+
+def test_oversized_archive_member_is_refused_before_reading(tmp_path):
+    write_image_folder(tmp_path / "src", per_class=1)
+    archive = tmp_path / "bomb.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(tmp_path / "src", arcname="cifar")
+        info = tarfile.TarInfo("cifar/test/cat/huge.jpg")
+        info.size = 64 << 20  # 64 MiB of zeros: 64 KB compressed
+        tf.addfile(info, io.BytesIO(bytes(info.size)))
+    with pytest.raises(CorruptDataError, match=r"huge.jpg has 67,108,864 bytes, more than"):
+        load_cifar10("test", root=archive, cache=False)
+
+
+def test_oversized_image_file_is_refused(tmp_path):
+    write_image_folder(tmp_path / "d", per_class=1)
+    (tmp_path / "d" / "test" / "cat" / "0.png").write_bytes(bytes(2 << 20))
+    with pytest.raises(CorruptDataError, match=r"0.png has 2,097,152 bytes"):
+        load_cifar10("test", root=tmp_path / "d", cache=False)
+
+
+@pytest.mark.parametrize("labels,message", [
+    (torch.tensor([0, 42]), r"labels must be class indices in 0..9, got values in 0..42"),
+    (torch.tensor([-1, 0]), r"labels must be class indices in 0..9"),
+    (torch.tensor([0.0, 1.0]), r"labels must be an integer tensor"),
+    ([0, 1], r"labels must be a torch.Tensor"),
+])
+def test_cifar10_rejects_bad_labels(labels, message):
+    images = torch.zeros(2, 3, 32, 32, dtype=torch.uint8)
+    with pytest.raises((ValueError, TypeError), match=message):
+        CIFAR10(images, labels)

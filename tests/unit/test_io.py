@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
@@ -90,12 +93,77 @@ class _Evil:
 
 def test_load_torch_refuses_code(tmp_path):
     marker = tmp_path / "pwned"
-    path = tmp_path / "evil.pt"
-    torch.save({"w": _Evil(marker)}, path)
+    raw, sealed = tmp_path / "evil.pt", tmp_path / "evil-sealed.pt"
+    torch.save({"w": _Evil(marker)}, raw)
+    with pytest.raises(CorruptFileError, match="no eqlib integrity checksum"):
+        eio.load_torch(raw)
+    # an attacker who also writes a valid checksum still meets the weights-only unpickler
+    eio.save_torch({"w": _Evil(marker)}, sealed)
     with pytest.raises(CorruptFileError, match="could not be loaded safely"):
-        eio.load_torch(path)
+        eio.load_torch(sealed)
     assert not marker.exists()
     # the payload is real: the unsafe loader would have run it
-    with open(path, "rb") as f:
+    with open(raw, "rb") as f:
         torch.load(f, weights_only=False)
     assert marker.exists()
+
+
+@pytest.mark.parametrize("damage", ["zero-block", "bit-flip", "truncate", "append"])
+def test_load_torch_detects_any_damage_by_its_checksum(tmp_path, damage):
+    """A zeroed 4 KB block used to load silently as 1,025 wrong weights (issue 16)."""
+    path = tmp_path / "model.pt"
+    eio.save_torch({"w": torch.randn(200, 200)}, path)
+    data = bytearray(path.read_bytes())
+    if damage == "zero-block":
+        data[len(data) // 2:len(data) // 2 + 4096] = bytes(4096)
+    elif damage == "bit-flip":
+        data[len(data) // 3] ^= 0x10
+    elif damage == "truncate":
+        del data[-1000:]
+    else:
+        data += b"x"
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptFileError, match="SHA-256|integrity checksum|loaded safely") as info:
+        eio.load_torch(path)
+    assert str(path) in str(info.value)
+
+
+def test_sealed_files_stay_readable_by_plain_torch_load(tmp_path):
+    path = tmp_path / "m.pt"
+    eio.save_torch({"w": torch.arange(4), "epoch": 3}, path)
+    plain = torch.load(path, weights_only=True)
+    assert plain["epoch"] == 3 and torch.equal(plain["w"], torch.arange(4))
+
+
+def _fake_orphan(folder, name, pid, age_s=0.0):
+    tmp = folder / f".{name}.w{pid}@{eio._host()}.abc123.tmp"
+    tmp.write_bytes(b"partial")
+    if age_s:
+        t = time.time() - age_s
+        os.utime(tmp, (t, t))
+    return tmp
+
+
+def test_stale_temporaries_are_removed_and_live_ones_kept(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    orphan = _fake_orphan(tmp_path, "m.pt", int(dead))
+    live = _fake_orphan(tmp_path, "m.pt", os.getpid())  # a concurrent writer: this process
+    foreign = tmp_path / ".m.pt.legacyname.tmp"  # no writer recorded: judged by age only
+    foreign.write_bytes(b"x")
+    old_foreign = tmp_path / ".m.pt.oldlegacy.tmp"
+    old_foreign.write_bytes(b"x")
+    t = time.time() - 2 * 3600
+    os.utime(old_foreign, (t, t))
+    eio.save_torch({"a": 1}, tmp_path / "m.pt")  # the next write of the same file cleans up
+    assert not orphan.exists() and not old_foreign.exists()
+    assert live.exists() and foreign.exists()
+    assert eio.load_torch(tmp_path / "m.pt") == {"a": 1}
+
+
+def test_cache_dir_cleans_its_folder_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("EQLIB_CACHE", str(tmp_path))
+    (tmp_path / "models").mkdir()
+    orphan = _fake_orphan(tmp_path / "models", "x.ckpt", 2**22 + 12345)  # no such process
+    eio.cache_dir("models")
+    assert not orphan.exists()

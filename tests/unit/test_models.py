@@ -93,3 +93,35 @@ def test_attention_without_positions_is_token_permutation_equivariant():
     errs = check_equivariance(pos, rho_in, rho_out, x, some)
     assert errs[G.identity] < 1e-6
     assert min(e for g, e in errs.items() if g != G.identity) > 1e-2
+
+
+# -- bad arguments name themselves (issue 16: these were ZeroDivisionErrors) -----------------
+@pytest.mark.parametrize("build,message", [
+    (lambda: MLP([10, 0, 2]), r"widths\[1\] must be an integer >= 1, got 0"),
+    (lambda: MLP([10, 2.5, 2]), r"widths\[1\] must be an integer"),
+    (lambda: MLP([10]), "widths must hold at least two"),
+    (lambda: MLP("10,2"), "widths must be a list"),
+    (lambda: MLP([10, 4, 2], init_scale=[1.0]), "init_scale must be one number or 2"),
+    (lambda: MLP([10, 4, 2], init_scale=float("nan")), "init_scale must be a finite number"),
+    (lambda: MLP([10, 4, 2], seed=1.5), "seed must be an integer"),
+    (lambda: MLP([10, 4, 2], bias="yes"), "bias must be True or False"),
+])
+def test_mlp_rejects_bad_arguments(build, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        build()
+
+
+def test_attention_rejects_bad_arguments():
+    from eqlib.models import AttentionNetwork, MultiHeadAttention
+
+    with pytest.raises(ValueError, match="heads must be an integer >= 1, got 0"):
+        MultiHeadAttention(4, 6, 6, heads=0)
+    with pytest.raises(ValueError, match="d_k must be an integer >= 1"):
+        MultiHeadAttention(4, 6, 6, heads=2, d_k=0)
+    with pytest.raises(ValueError, match="heads must be one number or 2"):
+        AttentionNetwork(4, [6, 6, 6], heads=[2])
+
+
+def test_mlp_forward_rejects_integer_input():
+    with pytest.raises(TypeError, match="x must be a floating-point tensor"):
+        MLP([4, 3, 2])(torch.ones(2, 4, dtype=torch.long))

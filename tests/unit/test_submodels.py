@@ -171,3 +171,18 @@ def test_class_sizes_count_clones():
         assert int(sizes.sum()) == sum(k == "live" for k in kinds)  # every live unit, once
         assert int((sizes - 1).sum()) == 3  # two clones and one negated clone per layer
     assert bool((red.class_sizes(0) == 1).all())
+
+
+# -- bad input names the argument (issue 16) ----------------------------------------------------
+@pytest.mark.parametrize("call,message", [
+    (lambda net: reduce(net, tol=float("inf")), "tol must be a finite number >= 0"),
+    (lambda net: reduce(net, tol="small"), "tol must be a finite number"),
+    (lambda net: reduce(net, max_passes=0), "max_passes must be an integer >= 1"),
+    (lambda net: find_clones(net, tol=-1e-3), "tol must be a finite number >= 0"),
+    (lambda net: plant_degenerate(net, n_dead=1.5), "n_dead must be an integer >= 0"),
+    (lambda net: plant_degenerate(net, seed=-3), "seed must be an integer >= 0"),
+    (lambda net: reduce(net).diagram_errors(torch.zeros(0, 4)), "x must not be empty"),
+])
+def test_submodel_arguments_are_checked(call, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        call(MLP([4, 5, 3], activations="tanh", seed=0))

@@ -165,3 +165,24 @@ def test_attention_symmetry_on_networks_and_errors():
                                  sample_attention_symmetry(MultiHeadAttention(4, 6, 8, 3), 0))
     with pytest.raises(TypeError):
         apply_attention_symmetry(MLP([2, 2]), es[0])
+
+
+# -- bad input names the argument (issue 16) ----------------------------------------------------
+def test_symmetry_arguments_are_checked():
+    from eqlib.symmetries import intertwining_error, symmetry_group
+
+    K = symmetry_group("tanh", 3)
+    with pytest.raises(ValueError, match="tol must be a finite number >= 0"):
+        K.contains(torch.eye(3), tol=float("nan"))
+    with pytest.raises(ValueError, match="log_scale must be a finite number >= 0"):
+        K.sample(0, log_scale=-1.0)
+    with pytest.raises(ValueError, match="dim must be an integer >= 1, got 0"):
+        SymmetryGroup("permutation", 0)
+    with pytest.raises(ValueError, match="perm must hold integers"):
+        SymmetryElement([0.5, 1.0])
+    with pytest.raises(ValueError, match="z must not be empty"):
+        intertwining_error("tanh", K.identity(), torch.zeros(0, 3))
+    with pytest.raises(ValueError, match="z must be finite"):
+        intertwining_error("tanh", K.identity(), torch.tensor([[0.0, float("nan"), 1.0]]))
+    with pytest.raises(TypeError, match=r"ks\[0\] must be a SymmetryElement"):
+        apply_symmetry(MLP([2, 3, 2]), [torch.eye(3)])

@@ -123,12 +123,65 @@ def test_bad_configs_raise():
         TrainConfig(task="segment")
     with pytest.raises(ValueError, match="autoencode"):
         TrainConfig(task="classify", penalty="equivariance")
-    with pytest.raises(ValueError, match="fraction"):
+    with pytest.raises(ValueError, match="penalty_start must be a finite number >= 0.0 and <= 1.0, got 1.5"):
         TrainConfig(penalty_start=1.5)
     with pytest.raises(ValueError, match="labels"):
         train(_clf(), _data()[0], None, TrainConfig(), device="cpu", progress=False)
     cfg = TrainConfig(weight_decay=0.1, seed=3)
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("field,value", [
+    ("epochs", 2.5), ("epochs", NAN), ("epochs", True), ("epochs", 0), ("batch_size", "8"),
+    ("lr", NAN), ("lr", INF), ("lr", 0.0), ("penalty_weight", NAN), ("weight_decay", NAN),
+    ("weight_decay", -1.0), ("grad_clip", INF), ("momentum", NAN), ("warmup", NAN),
+    ("std", (INF, 1.0, 1.0)), ("std", (0.0, 1.0, 1.0)), ("mean", (NAN, 0.0, 0.0)), ("mean", "abc"),
+    ("snapshot_every", -1), ("seed", 1.5), ("augment_mirror", "yes"), ("optimizer", "lbfgs"),
+])
+def test_train_config_rejects_nan_inf_and_non_integers_naming_the_field(field, value):
+    """penalty_weight=nan used to disable the penalty silently, std=inf to zero a channel."""
+    with pytest.raises((ValueError, TypeError), match=rf"TrainConfig\.{field}"):
+        TrainConfig(**{field: value})
+
+
+def test_train_config_integral_floats_become_ints():
+    cfg = TrainConfig(epochs=2.0)
+    assert cfg.epochs == 2 and type(cfg.epochs) is int and cfg == TrainConfig(epochs=2)
+
+
+def test_train_rejects_float_images_in_0_255_and_nan_inputs():
+    images, labels = _data()
+    cfg = TrainConfig(task="classify", **FAST)
+    with pytest.raises(ValueError, match=r"float images must lie in \[0, 1\].*divide by 255"):
+        train(_clf(), images.float(), labels, cfg, device="cpu", progress=False)
+    floats = images.float() / 255
+    floats[1, 2, 3, 4] = float("nan")
+    with pytest.raises(ValueError, match="images must be finite.*first at index \\(1, 2, 3, 4\\)"):
+        train(_clf(), floats, labels, cfg, device="cpu", progress=False)
+    model = _clf()
+    with torch.no_grad():
+        next(model.parameters())[0, 0] = float("nan")
+    name = next(n for n, _ in model.named_parameters())
+    with pytest.raises(ValueError, match=f"parameter '{name}' must be finite"):
+        train(model, images, labels, cfg, device="cpu", progress=False)
+
+
+def test_train_rejects_empty_data_and_bad_labels():
+    images, labels = _data()
+    cfg = TrainConfig(task="classify", **FAST)
+    with pytest.raises(ValueError, match="images must not be empty"):
+        train(_clf(), images[:0], labels[:0], cfg, device="cpu", progress=False)
+    with pytest.raises(TypeError, match="labels must be an integer tensor"):
+        train(_clf(), images, labels.float(), cfg, device="cpu", progress=False)
+    with pytest.raises(ValueError, match="labels must be class indices below"):
+        train(_clf(), images, torch.full_like(labels, 42), cfg, device="cpu", progress=False)
+    with pytest.raises(ValueError, match="checkpoint_every must be an integer >= 1"):
+        train(_clf(), images, labels, cfg, device="cpu", progress=False, checkpoint_every=0)
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
+        train("mlp", images, labels, cfg, device="cpu", progress=False)
 
 
 def test_cache_hit_and_miss():

@@ -1,0 +1,152 @@
+"""Argument checks for eqlib's public functions: one wording everywhere.
+
+Each check raises ``TypeError`` (wrong kind of value) or ``ValueError`` (right kind,
+wrong value) with a message that names the argument, shows the value and says what
+was expected, e.g. ``TrainConfig.epochs must be an integer >= 1, got 2.5``. This module
+sits at the bottom of the layering and imports nothing from eqlib.
+
+Chapter: none explains these helpers (they are the library's plumbing); their errors
+show up wherever a chapter calls eqlib with a wrong argument.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+__all__ = [
+    "show",
+    "check_int",
+    "check_float",
+    "check_choice",
+    "check_bool",
+    "check_tensor",
+    "check_finite",
+    "check_shape",
+]
+
+
+def show(value: Any, limit: int = 80) -> str:
+    """A short repr of ``value`` for error messages (tensors by shape and dtype)."""
+    if isinstance(value, torch.Tensor):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _bounds(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    parts = []
+    if low is not None:
+        parts.append(f"{'>' if low_open else '>='} {low}")
+    if high is not None:
+        parts.append(f"{'<' if high_open else '<='} {high}")
+    return (" " + " and ".join(parts)) if parts else ""
+
+
+def check_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
+    """``value`` as an int; integral floats (2.0) pass, bools, 2.5, NaN and inf do not."""
+    what = f"an integer in {low}..{high}" if low is not None and high is not None else \
+        f"an integer{_bounds(low, high, False, False)}"
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be {what}, got {show(value)}")
+    if not isinstance(value, numbers.Real):
+        try:  # integer-like objects: numpy and 0-d torch integers, group elements
+            value = operator.index(value)
+        except TypeError:
+            raise TypeError(f"{name} must be {what}, got {show(value)}") from None
+    if not isinstance(value, numbers.Integral):
+        as_float = float(value)
+        if not (math.isfinite(as_float) and as_float.is_integer()):
+            raise ValueError(f"{name} must be {what}, got {show(value)}")
+    out = int(value)
+    if (low is not None and out < low) or (high is not None and out > high):
+        raise ValueError(f"{name} must be {what}, got {show(value)}")
+    return out
+
+
+def check_float(name: str, value: Any, low: float | None = None, high: float | None = None,
+                low_open: bool = False, high_open: bool = False, finite: bool = True) -> float:
+    """``value`` as a float; NaN is always refused, inf unless ``finite=False``."""
+    what = f"a {'finite ' if finite else ''}number{_bounds(low, high, low_open, high_open)}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {what}, got {show(value)}")
+    out = float(value)
+    if math.isnan(out) or (finite and math.isinf(out)):
+        raise ValueError(f"{name} must be {what}, got {show(value)}")
+    if low is not None and (out < low or (low_open and out == low)):
+        raise ValueError(f"{name} must be {what}, got {show(value)}")
+    if high is not None and (out > high or (high_open and out == high)):
+        raise ValueError(f"{name} must be {what}, got {show(value)}")
+    return out
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` must be True or False (not 0/1, not a string)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {show(value)}")
+    return value
+
+
+def check_choice(name: str, value: Any, options: Sequence[Any]) -> Any:
+    """``value`` must be one of ``options``."""
+    try:
+        ok = value in tuple(options)
+    except TypeError:  # unhashable / incomparable
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be one of {tuple(options)}, got {show(value)}")
+    return value
+
+
+def check_tensor(name: str, value: Any, ndim: int | Sequence[int] | None = None,
+                 dtypes: Sequence[torch.dtype] | str | None = None, nonempty: bool = False,
+                 finite: bool = False) -> torch.Tensor:
+    """``value`` must be a torch.Tensor with the given number of dimensions and dtype
+    (``dtypes="float"`` or ``"integer"`` for a family), non-empty and finite if asked."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__} {show(value)}")
+    if ndim is not None:
+        dims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if value.ndim not in dims:
+            want = " or ".join(str(d) for d in dims)
+            raise ValueError(f"{name} must have {want} dimensions, got shape {tuple(value.shape)}")
+    if dtypes == "float":
+        if not value.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got {value.dtype}")
+    elif dtypes == "integer":
+        if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+            raise TypeError(f"{name} must be an integer tensor, got {value.dtype}")
+    elif dtypes is not None and value.dtype not in tuple(dtypes):
+        raise TypeError(f"{name} must have dtype {' or '.join(map(str, dtypes))}, got {value.dtype}")
+    if nonempty and value.numel() == 0:
+        raise ValueError(f"{name} must not be empty, got shape {tuple(value.shape)}")
+    if finite:
+        check_finite(name, value)
+    return value
+
+
+def check_finite(name: str, value: torch.Tensor) -> torch.Tensor:
+    """Raise ValueError if a float tensor holds NaN or ±inf (says how many, and where the first is)."""
+    if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
+        bad = ~torch.isfinite(value)
+        if bool(bad.any()):
+            first = tuple(int(i) for i in torch.nonzero(bad)[0])
+            raise ValueError(f"{name} must be finite, got {int(bad.sum())} NaN/inf entries of "
+                             f"{value.numel()} (first at index {first}: {value[first].item()})")
+    return value
+
+
+def check_shape(name: str, value: Any, length: int | None = None, low: int = 1) -> tuple[int, ...]:
+    """A shape: a sequence of integers >= ``low`` (of ``length`` entries if given)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, torch.Size)):
+        raise TypeError(f"{name} must be a tuple of integers, got {show(value)}")
+    if length is not None and len(value) != length:
+        raise ValueError(f"{name} must have {length} entries, got {show(value)}")
+    try:
+        return tuple(check_int(f"{name}[{i}]", v, low) for i, v in enumerate(value))
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name} must be a tuple of integers >= {low}, got {show(value)} ({exc})") from None
