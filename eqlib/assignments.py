@@ -202,14 +202,18 @@ class StudentScore:
     note: str = ""
 
 
-_FORBIDDEN_CALLS = {"setattr", "delattr", "exec", "eval", "compile", "__import__", "globals", "vars",
-                    "get_ipython", "reload", "import_module", "spec_from_file_location", "settrace",
-                    "setprofile", "set_custom_exc", "write_text", "write_bytes", "symlink_to"}
+# builtins that rewrite objects or run hidden code (flagged when called by their bare name) ...
+_FORBIDDEN_BUILTINS = {"setattr", "delattr", "exec", "eval", "compile", "__import__", "globals", "vars",
+                       "get_ipython", "open_code"}
+# ... and methods that do so whatever they are called on
+_FORBIDDEN_CALLS = {"reload", "import_module", "spec_from_file_location", "settrace", "setprofile",
+                    "set_custom_exc", "write_text", "write_bytes", "symlink_to", "run_cell", "run_line_magic",
+                    "run_cell_magic", "system"}
 # modules whose use in an answer can rewrite the grader, its files or the running kernel
 _FORBIDDEN_NAMES = {"sys", "builtins", "__builtins__", "importlib", "subprocess", "shutil", "ctypes", "gc",
-                    "inspect", "os", "pathlib", "custom_exceptions", "CustomTB", "__code__", "__globals__",
+                    "inspect", "os", "custom_exceptions", "CustomTB", "__code__", "__globals__",
                     "__dict__", "__class__", "__subclasses__"}
-_KERNEL_SAFE = {"os.path", "os.environ", "os._exit"}  # reading paths and settings; a crash gains nothing
+_KERNEL_SAFE = {"os.path", "os.environ", "os.cpu_count", "os.getcwd", "os._exit"}  # reading paths and settings; a crash gains nothing
 
 
 def _ipython_to_python(source: str) -> str:
@@ -255,7 +259,9 @@ def scan(source: str, protected: set[str], modules: set[str] = frozenset()) -> l
             module = getattr(node, "module", None) or ""
             for alias in node.names:
                 name = alias.asname or alias.name.split(".")[0]
-                if name in protected:
+                honest = alias.asname in (None, alias.name) and (
+                    module.startswith("eqlib") if isinstance(node, ast.ImportFrom) else name == "eqlib")
+                if name in protected and not honest:
                     reasons.append(f"line {node.lineno}: imports over {name!r}, which a check cell uses")
                 if {alias.name.split(".")[0], module.split(".")[0]} & (_FORBIDDEN_NAMES - {"os"}):
                     reasons.append(f"line {node.lineno}: imports {module or alias.name} (can rewrite the grader)")
@@ -270,7 +276,7 @@ def scan(source: str, protected: set[str], modules: set[str] = frozenset()) -> l
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            if name in _FORBIDDEN_CALLS:
+            if name in _FORBIDDEN_CALLS or (isinstance(func, ast.Name) and name in _FORBIDDEN_BUILTINS):
                 reasons.append(f"line {node.lineno}: calls {name}() (can rewrite the grader or its files)")
             if name == "open" and any(isinstance(a, ast.Constant) and isinstance(a.value, str)
                                       and set(a.value) & set("wax+") for a in [*node.args[1:2],
