@@ -1,6 +1,7 @@
 """The teacher's round trip with real nbgrader on chapters 2 and 5 (README, *Teach with it*).
 
-The commands of the guide run as written (``setup``, ``release``, ``grade``) on the book's
+The guide's commands, read from the README, run as written (``setup``, ``release``,
+``grade``; paths put in a temporary folder, short time limits added) on the book's
 chapters as they are, with simulated students built from the released notebooks by
 grade_id (so prose changes do not matter):
 
@@ -10,7 +11,7 @@ grade_id (so prose changes do not matter):
 | b_wrong | wrong answers | 0 | 0 |
 | c_tampered | wrong answers, check cells replaced by ``pass``, points set to 1000, a check cell deleted, checkers overwritten, ``set_custom_exc``, ``sys.modules`` and the name ``ch02`` shadowed | 0 | 0, flagged |
 | d_looping | correct, but ``while True: pass`` in one answer | 6 | 6 |
-| e_crash | correct, but ``os._exit(1)`` in one answer | 6 | 6 |
+| e_crash | correct, but ``raise SystemExit`` in one answer, ``os._exit(1)`` in another | 4 | 4 |
 | f_files | rewrites an installed course file | - | 0, flagged; grading stops |
 | g_after | correct (never graded: grading stopped) | - | - |
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shlex
 import time
 from pathlib import Path
 
@@ -68,6 +70,15 @@ def _student(released: Path, source: Path, answer) -> nbformat.NotebookNode:
     return nb
 
 
+def _guide() -> list[list[str]]:
+    """The `python -m eqlib.assignments` commands of the README's *Teach with it*, in order."""
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("**Teach with it.**"):]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    commands = [shlex.split(line.split("#")[0]) for line in block.splitlines()]
+    return [c[3:] for c in commands if c[:3] == ["python", "-m", "eqlib.assignments"]]
+
+
 def _write(nb, folder: Path, name: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, folder / name)
@@ -78,9 +89,11 @@ def round_trip(tmp_path_factory):
     root = tmp_path_factory.mktemp("teach")
     course, submissions = root / "course", root / "submissions"
     start = time.monotonic()
-    # the README's commands 2 and 3 (command 1 is pip install; 4 is grade below)
-    assert assignments.main(["setup", str(course), "--chapters", *CHAPTERS]) == 0
-    assert assignments.main(["release", str(course)]) == 0
+    paths = {"course/": str(course), "submissions/": str(submissions), "scores.csv": str(root / "scores.csv")}
+    setup, release_, grade = [[paths.get(a, a) for a in c] for c in _guide()]
+    assert [setup[0], release_[0], grade[0]] == ["setup", "release", "grade"]
+    assert setup[setup.index("--chapters") + 1:] == CHAPTERS
+    assert assignments.main(setup) == 0 and assignments.main(release_) == 0
     release, source = course / "release" / "exercises", course / "source" / "exercises"
     names = sorted(p.name for p in release.glob("*.ipynb"))
     assert [n[:2] for n in names] == CHAPTERS
@@ -100,17 +113,15 @@ def round_trip(tmp_path_factory):
         loop = "ch02-ex1-answer"
         _write(_student(rel, src, lambda g, s: "while True:\n    pass" if g == loop else s),
                submissions / "d_looping", name)
-        crash = "ch05-ex2-answer"
-        _write(_student(rel, src, lambda g, s: "import os\nos._exit(1)" if g == crash else s),
-               submissions / "e_crash", name)
+        crash = {"ch02-ex2-answer": "raise SystemExit(1)", "ch05-ex2-answer": "import os\nos._exit(1)"}
+        _write(_student(rel, src, lambda g, s: crash.get(g, s)), submissions / "e_crash", name)
     installed = source / names[0]
     rewrite = f"from pathlib import Path\nPath({str(installed)!r}).write_text('{{}}')\n"
     _write(_student(release / names[0], source / names[0],
                     lambda g, s: rewrite + s if g == "ch02-ex1-answer" else s), submissions / "f_files", names[0])
     _write(_student(release / names[0], source / names[0], lambda g, s: s), submissions / "g_after", names[0])
-    code = assignments.main(["grade", str(submissions), "--course", str(course), "--csv", str(root / "scores.csv"),
-                             "--json", str(root / "scores.json"), "--timeout", str(TIMEOUT),
-                             "--notebook-timeout", str(NOTEBOOK_TIMEOUT)])
+    code = assignments.main(grade + ["--json", str(root / "scores.json"), "--timeout", str(TIMEOUT),
+                                     "--notebook-timeout", str(NOTEBOOK_TIMEOUT)])
     seconds = time.monotonic() - start
     print(f"nbgrader round trip: {seconds:.0f} s")
     scores = {r["student"]: r for r in json.loads((root / "scores.json").read_text())}
@@ -120,7 +131,7 @@ def round_trip(tmp_path_factory):
 
 @pytest.mark.parametrize("student, nbgrader_score, awarded, flagged", [
     ("a_correct", 8, 8, False), ("b_wrong", 0, 0, False), ("c_tampered", 0, 0, True),
-    ("d_looping", 6, 6, False), ("e_crash", 6, 6, False)])
+    ("d_looping", 6, 6, False), ("e_crash", 4, 4, False)])
 def test_scores(round_trip, student, nbgrader_score, awarded, flagged):
     r = round_trip["scores"][student]
     assert (r["nbgrader_score"], r["max_score"], r["awarded"]) == (nbgrader_score, 8, awarded), r
