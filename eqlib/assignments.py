@@ -412,7 +412,10 @@ def grade(submissions: Path | str, course: Path | str, assignment: str = ASSIGNM
                 if (inner / name).is_file():
                     shutil.copy2(inner / name, target / name)
                     flags += _scan_submission(target / name, release_dir / name, source_dir / name)
-            result = api.autograde(assignment, student, force=True, create=True)
+            try:
+                result = api.autograde(assignment, student, force=True, create=True)
+            except Exception as exc:  # whatever nbgrader does, the other students are still graded
+                result = {"success": False, "error": f"{type(exc).__name__}: {exc}"}
             after = _installed_files(course, assignment)
             changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
             if changed:
