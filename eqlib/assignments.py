@@ -116,6 +116,7 @@ def _config(course: Path, timeout: int, notebook_timeout: int):
     config.Execute.timeout = timeout
     config.GuardedExecute.timeout = timeout
     config.GuardedExecute.notebook_timeout = notebook_timeout
+    config.OverwriteCells.add_missing_cells = True  # a deleted check cell is put back and run
     config.Autograde.autograde_preprocessors = [
         GuardedExecute if p is Execute else p for p in Autograde.class_traits()["autograde_preprocessors"].default()]
     return config
@@ -154,6 +155,7 @@ def setup(course: Path | str, chapters: list[str], assignment: str = ASSIGNMENT,
         "c.CourseDirectory.course_id = 'layerwise-equivariance'\n"
         "c.Execute.timeout = c.GuardedExecute.timeout = 60  # seconds per cell\n"
         "c.GuardedExecute.notebook_timeout = 600  # seconds per notebook\n"
+        "c.OverwriteCells.add_missing_cells = True  # a deleted check cell is put back and run\n"
         "c.Autograde.autograde_preprocessors = [GuardedExecute if p is Execute else p\n"
         "    for p in Autograde.class_traits()['autograde_preprocessors'].default()]\n")
     copied = []

@@ -10,7 +10,7 @@ grade_id (so prose changes do not matter):
 | a_correct | the instructor's solutions | 8 | 8 |
 | b_wrong | wrong answers | 0 | 0 |
 | c_tampered | wrong answers, check cells replaced by ``pass``, points set to 1000, a check cell deleted, checkers overwritten, ``set_custom_exc``, ``sys.modules`` and the name ``ch02`` shadowed | 0 | 0, flagged |
-| d_looping | correct, but ``while True: pass`` in one answer | 6 | 6 |
+| d_looping | correct, but ``while True: pass`` in one answer (and a check cell deleted) | 6 | 6 |
 | e_crash | correct, but ``raise SystemExit`` in one answer, ``os._exit(1)`` in another | 4 | 4 |
 | f_files | rewrites an installed course file | - | 0, flagged; grading stops |
 | g_after | correct (never graded: grading stopped) | - | - |
@@ -111,8 +111,9 @@ def round_trip(tmp_path_factory):
         tampered.cells.remove(checks[-1])
         _write(tampered, submissions / "c_tampered", name)
         loop = "ch02-ex1-answer"
-        _write(_student(rel, src, lambda g, s: "while True:\n    pass" if g == loop else s),
-               submissions / "d_looping", name)
+        looping = _student(rel, src, lambda g, s: "while True:\n    pass" if g == loop else s)
+        looping.cells = [c for c in looping.cells if _gid(c) != "ch05-ex1-check"]  # put back, run: 2 points
+        _write(looping, submissions / "d_looping", name)
         crash = {"ch02-ex2-answer": "raise SystemExit(1)", "ch05-ex2-answer": "import os\nos._exit(1)"}
         _write(_student(rel, src, lambda g, s: crash.get(g, s)), submissions / "e_crash", name)
     installed = source / names[0]
