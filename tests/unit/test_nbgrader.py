@@ -126,7 +126,7 @@ def round_trip(tmp_path_factory):
     seconds = time.monotonic() - start
     print(f"nbgrader round trip: {seconds:.0f} s")
     scores = {r["student"]: r for r in json.loads((root / "scores.json").read_text())}
-    return {"code": code, "scores": scores, "csv": root / "scores.csv", "release": release,
+    return {"code": code, "scores": scores, "csv": root / "scores.csv", "release": release, "course": course,
             "source": source, "seconds": seconds}
 
 
@@ -145,6 +145,17 @@ def test_tampering_is_flagged_with_cell_and_reason(round_trip):
     for expected in ("check_corner_representation", "sys.modules", "set_custom_exc", "rebinds 'ch02'"):
         assert expected in reasons, reasons
     assert all(f["grade_id"].endswith("-answer") for f in flags), reasons
+
+
+def test_hidden_tests_catch_patched_checkers(round_trip):
+    """The tampered student's visible checks ran patched no-op checkers, so the ExerciseError
+    (reported although set_custom_exc hid the traceback) came from the hidden tests."""
+    for path in sorted((round_trip["course"] / "autograded" / "c_tampered" / "exercises").glob("*.ipynb")):
+        checks = [c for c in nbformat.read(path, as_version=4).cells if _gid(c).endswith("-check")]
+        assert len(checks) == 2, path.name  # the deleted check cell is back
+        for cell in checks:
+            errors = [o for o in cell.outputs if o.output_type == "error"]
+            assert [e.ename for e in errors] == ["ExerciseError"], (path.name, _gid(cell), errors)
 
 
 def test_installed_files_changed_stops_grading(round_trip):
