@@ -181,3 +181,28 @@ def test_timeout_must_be_positive(bad, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         assignments.main(["grade", str(tmp_path), "--course", str(tmp_path), "--timeout", bad])
     assert exit_.value.code == 2 and "--timeout" in capsys.readouterr().err
+
+
+def _run_guarded(sources: list[str], **limits) -> list[list[str]]:
+    """Run cells with GuardedExecute; return the error names of each cell."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    executor = assignments.GuardedExecute(**limits)
+    nb, _ = executor.preprocess(nb, {"metadata": {"path": str(REPO)}})
+    return [[o.ename for o in c.outputs if o.output_type == "error"] for c in nb.cells]
+
+
+def test_guarded_execute_survives_a_dead_kernel():
+    """The cell that kills the kernel errs; the notebook runs again without it, so later cells count."""
+    errors = _run_guarded(["x = 1", "import os\nos._exit(1)", "assert x == 1", "raise SystemExit(1)",
+                           "assert x == 1"], timeout=20, notebook_timeout=60)
+    assert errors[0] == [] and errors[1] == ["RuntimeError"] and errors[2] == [] and errors[4] == []
+    assert errors[3] == ["SystemExit"]
+
+
+def test_guarded_execute_total_time_limit():
+    """A cell gets at most the time left (here < its own 20 s); cells left after the limit err."""
+    start = time.monotonic()
+    errors = _run_guarded(["import time\ntime.sleep(1)", *["time.sleep(30)"] * 3], timeout=20, notebook_timeout=6)
+    assert time.monotonic() - start < 20  # kernel start, 6 s of cells and one interrupt
+    assert errors[0] == [] and "CellTimeoutError" in errors[1] and errors[3] == ["NotebookTimeLimit"], errors
