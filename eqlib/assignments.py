@@ -139,6 +139,8 @@ def setup(course: Path | str, chapters: list[str], assignment: str = ASSIGNMENT,
 
     Raises:
         ValueError: if a chapter number does not exist or ``assignment`` is not a plain name.
+
+    Teacher's guide: the README, *Teach with it*.
     """
     if not re.fullmatch(r"[A-Za-z0-9_-]+", assignment):
         raise ValueError(f"assignment must be letters, digits, '-' or '_', got {assignment!r}")
@@ -171,6 +173,8 @@ def release(course: Path | str, assignment: str = ASSIGNMENT) -> list[Path]:
     Raises:
         ValueError: if the course has no such source assignment.
         RuntimeError: if nbgrader fails (its log says why).
+
+    Teacher's guide: the README, *Teach with it*.
     """
     course = Path(course)
     if not (course / "source" / assignment).is_dir():
@@ -233,6 +237,8 @@ def scan(source: str, protected: set[str], modules: set[str] = frozenset()) -> l
     exception handlers (``set_custom_exc``, ``custom_exceptions``), dynamic code (``exec``,
     ``eval``, ``setattr``, ``globals()``), shell commands and magics, and writing files.
     ``modules`` names the modules the notebook imports (their attributes are protected).
+
+    Teacher's guide: the README, *Teach with it*.
     """
     try:
         tree = ast.parse(_ipython_to_python(source))
@@ -342,10 +348,12 @@ def _scan_submission(submitted: Path, released: Path, source: Path) -> list[Flag
     return flags
 
 
-def _installed_files(course: Path, assignment: str) -> dict[str, str]:
+PACKAGE = Path(__file__).resolve().parent  # the eqlib the kernels import (and fresh() reads)
+
+
+def _installed_files(course: Path, assignment: str, package: Path = PACKAGE) -> dict[str, str]:
     """SHA-256 of eqlib's files and the course's instructor files."""
-    package = Path(__file__).resolve().parent
-    paths = [p for p in package.rglob("*") if p.is_file() and p.suffix in {".py", ".json", ".js", ".css"}
+    paths = [p for p in Path(package).rglob("*") if p.is_file() and p.suffix in {".py", ".json", ".js", ".css"}
              and "__pycache__" not in p.parts]
     paths += [p for p in (course / "source" / assignment).rglob("*") if p.is_file()]
     paths += [p for p in (course / "release" / assignment).rglob("*") if p.is_file()]
@@ -386,6 +394,8 @@ def grade(submissions: Path | str, course: Path | str, assignment: str = ASSIGNM
         ValueError: on bad arguments or a course that was not released.
         TamperedInstallation: if eqlib's or the course's files changed while grading a
             student (that student is flagged and awarded 0; grading stops).
+
+    Teacher's guide: the README, *Teach with it*.
     """
     for name, value in (("timeout", timeout), ("notebook_timeout", notebook_timeout)):
         if not isinstance(value, (int, float)) or value <= 0:

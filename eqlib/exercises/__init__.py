@@ -29,7 +29,10 @@ def require(condition: bool, message: str) -> None:
 
 
 def passed(message: str) -> None:
-    """Print a checker's success message (checkers return None)."""
+    """Print a checker's success message (checkers return None).
+
+    Chapter: every chapter's *Exercises* section.
+    """
     print(message)
 
 
@@ -43,6 +46,8 @@ def fresh(chapter: str) -> ModuleType:
 
     Raises:
         ValueError: if ``chapter`` is not of the form ``chNN`` or has no checker file.
+
+    Chapter: the hidden tests of every chapter's check cells.
     """
     if not isinstance(chapter, str) or not re.fullmatch(r"ch\d\d", chapter):
         raise ValueError(f"chapter must be a string like 'ch02', got {chapter!r}")

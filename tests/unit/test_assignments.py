@@ -149,3 +149,19 @@ def test_grade_needs_a_released_course(tmp_path):
         assignments.grade(tmp_path, tmp_path)
     with pytest.raises(ValueError, match="run `setup` first"):
         assignments.release(tmp_path)
+
+
+def test_installed_files_hash_sees_package_and_course_changes(tmp_path):
+    """Appending a no-op to an installed checker file (the issue's cheat) changes the hashes."""
+    package, course = tmp_path / "eqlib", tmp_path / "course"
+    (package / "exercises").mkdir(parents=True)
+    (package / "exercises" / "__init__.py").write_text("def require(c, m): ...\n")
+    (course / "source" / "exercises").mkdir(parents=True)
+    (course / "source" / "exercises" / "02_x.ipynb").write_text("{}")
+    before = assignments._installed_files(course, "exercises", package)
+    assert before == assignments._installed_files(course, "exercises", package)
+    with open(package / "exercises" / "__init__.py", "a") as f:
+        f.write("require = lambda c, m: None\n")
+    after = assignments._installed_files(course, "exercises", package)
+    assert [p for p in before if before[p] != after[p]] == [str(package / "exercises" / "__init__.py")]
+    assert str(assignments.PACKAGE / "exercises" / "ch02.py") in assignments._installed_files(course, "exercises")
