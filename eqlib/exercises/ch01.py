@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from ..actions import Action
-from . import require
+from . import passed, require
 
 __all__ = ["check_symmetrized_weight", "check_abs_hidden_action", "ABS_W1", "ABS_W2"]
 
@@ -24,7 +24,7 @@ def _tensor(x, name: str) -> torch.Tensor:
         raise AssertionError(f"{name} could not be turned into a tensor: {exc}") from None
 
 
-def check_symmetrized_weight(W_sym, W, rho: Action) -> str:
+def check_symmetrized_weight(W_sym, W, rho: Action) -> None:
     """ch01-ex1: ``W_sym`` must be the group average of ρ(g) W ρ(g)^{-1} over all g in G.
 
     Checks that W_sym commutes with every ρ(g) (so x ↦ W_sym x is equivariant) and that
@@ -45,10 +45,10 @@ def check_symmetrized_weight(W_sym, W, rho: Action) -> str:
     err = (W_sym - avg).abs().max().item() / scale
     require(err < 1e-5, f"W_sym is equivariant but is not the group average of W (max deviation {err:.3g}); "
                         "average ρ(g) W ρ(g)^{-1} over all g in G")
-    return "Correct: averaging over the group projects W onto the equivariant matrices."
+    passed("Correct: averaging over the group projects W onto the equivariant matrices.")
 
 
-def check_abs_hidden_action(A) -> str:
+def check_abs_hidden_action(A) -> None:
     """ch01-ex2: a 3×3 matrix A acting on the hidden layer of f(x) = abs(x) such that both
     layers are equivariant for the sign flip: A ReLU(W_1 x) = ReLU(−W_1 x), W_2 A = W_2,
     and A² = I (so g ↦ A is an action of {±1}).
@@ -69,4 +69,4 @@ def check_abs_hidden_action(A) -> str:
     require(err3 < 1e-4, f"A·A ≠ I (max deviation {err3:.3g}): the sign flip has order 2, so its action must too")
     monomial = bool(((A.abs() > 1e-6).sum(0) == 1).all() and ((A.abs() > 1e-6).sum(1) == 1).all())
     require(not monomial, "A looks like a scaled permutation, which the chapter shows is impossible; check your A")
-    return "Correct: the hidden action exists, but it is not a (scaled) permutation, so ReLU does not commute with it."
+    passed("Correct: the hidden action exists, but it is not a (scaled) permutation, so ReLU does not commute with it.")

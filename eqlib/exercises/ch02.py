@@ -10,12 +10,12 @@ import torch
 
 from ..actions import Action, check_equivariance, check_homomorphism, image_dihedral
 from ..groups import dihedral
-from . import require
+from . import passed, require
 
 __all__ = ["check_corner_representation", "check_d4_equivariant_map"]
 
 
-def check_corner_representation(rho) -> str:
+def check_corner_representation(rho) -> None:
     """ch02-ex1: the permutation representation of D4 on the 4 corners of a square.
 
     ``rho`` must be an :class:`~eqlib.actions.Action` of ``dihedral(4)`` on R^4 by
@@ -39,10 +39,10 @@ def check_corner_representation(rho) -> str:
                            "a square move its corners in 8 different ways")
     r = rho.matrix(G["r"])
     require(int(torch.diagonal(r).sum()) == 0, "ρ(r) fixes a corner, but a quarter turn moves every corner")
-    return "Correct: D4 acts faithfully on the corners of the square."
+    passed("Correct: D4 acts faithfully on the corners of the square.")
 
 
-def check_d4_equivariant_map(f: Callable[[torch.Tensor], torch.Tensor], size: int = 8) -> str:
+def check_d4_equivariant_map(f: Callable[[torch.Tensor], torch.Tensor], size: int = 8) -> None:
     """ch02-ex2: a map f on images (N, 1, size, size) that is D4-equivariant and is not a
     multiple of the identity.
 
@@ -64,4 +64,4 @@ def check_d4_equivariant_map(f: Callable[[torch.Tensor], torch.Tensor], size: in
     worst = max(errors, key=errors.get)
     require(errors[worst] < 1e-5, f"f is not D4-equivariant: for g = {worst.name} the relative error "
                                   f"‖f(ρ(g)x) − ρ(g)f(x)‖/‖f(x)‖ is {errors[worst]:.3g}")
-    return "Correct: f commutes with every rotation and mirror of the square."
+    passed("Correct: f commutes with every rotation and mirror of the square.")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 
 from ..models.mlp import ACTIVATIONS
-from . import ExerciseError, require
+from . import ExerciseError, passed, require
 
 __all__ = ["check_merge_clone", "check_fold_constant"]
 
@@ -27,7 +27,7 @@ def _cases(seed: int, n: int = 4):
         yield case, W1, b1, W2, b2, x
 
 
-def check_merge_clone(merge_clone: Callable) -> str:
+def check_merge_clone(merge_clone: Callable) -> None:
     """Exercise ch03-ex1: ``merge_clone(W1, b1, W2, a, j, c)`` removes neuron j, a clone of
     neuron a with (W1[j], b1[j]) = c (W1[a], b1[a]) (c = ±1 for tanh), and returns
     (W1', b1', W2') of the smaller network computing the same function.
@@ -51,10 +51,10 @@ def check_merge_clone(merge_clone: Callable) -> str:
         err = float((_two_layer("tanh", W1n, b1n, W2n, b2, x) - y).abs().max())
         require(err < 1e-4, f"case {case} (a={a}, j={j}, c={c:+.0f}): the function changed by {err:.3g}; "
                 "neuron a's outgoing column must absorb c times neuron j's")
-    return "Correct: merging a clone sums its outgoing column, times c, into its twin's."
+    passed("Correct: merging a clone sums its outgoing column, times c, into its twin's.")
 
 
-def check_fold_constant(fold_constant: Callable) -> str:
+def check_fold_constant(fold_constant: Callable) -> None:
     """Exercise ch03-ex2: ``fold_constant(W1, b1, W2, b2, j, activation)`` removes neuron j,
     whose incoming row W1[j] is zero, and returns (W1', b1', W2', b2').
 
@@ -76,4 +76,4 @@ def check_fold_constant(fold_constant: Callable) -> str:
             err = float((_two_layer(act, W1n, b1n, W2n, b2n, x) - y).abs().max())
             require(err < 1e-4, f"{act}, case {case}: the function changed by {err:.3g}; the neuron outputs the "
                     "constant σ(b1[j]), which b2 must absorb through W2[:, j]")
-    return "Correct: a constant neuron folds into the next layer's bias."
+    passed("Correct: a constant neuron folds into the next layer's bias.")

@@ -7,12 +7,12 @@ import torch
 
 from ..models.mlp import MLP
 from ..symmetries import SymmetryGroup
-from . import ExerciseError, require
+from . import ExerciseError, passed, require
 
 __all__ = ["check_transform", "check_relu_intertwiner_test", "check_linear_gelu_pair"]
 
 
-def check_transform(transform: Callable) -> str:
+def check_transform(transform: Callable) -> None:
     """Exercise ch04-ex1: ``transform(W1, b1, W2, k)`` with k a (d, d) signed permutation
     matrix returns (k W1, k b1, W2 k^{-1}).
 
@@ -33,10 +33,10 @@ def check_transform(transform: Callable) -> str:
             require(torch.allclose(got, want, atol=1e-5),
                     f"seed {seed}: {name} is not right (max error {float((got - want).abs().max()):.3g}); "
                     "remember k^{-1} = kᵀ for a signed permutation")
-    return "Correct: (k W1, k b1, W2 kᵀ) computes the same function for tanh."
+    passed("Correct: (k W1, k b1, W2 kᵀ) computes the same function for tanh.")
 
 
-def check_relu_intertwiner_test(is_relu_intertwiner: Callable) -> str:
+def check_relu_intertwiner_test(is_relu_intertwiner: Callable) -> None:
     """Exercise ch04-ex2: ``is_relu_intertwiner(A)`` says whether relu(A z) = A relu(z) for
     all z, i.e. whether A is a permutation times a positive diagonal.
 
@@ -64,10 +64,10 @@ def check_relu_intertwiner_test(is_relu_intertwiner: Callable) -> str:
         require(isinstance(got, (bool,)) or (torch.is_tensor(got) and got.numel() == 1),
                 "is_relu_intertwiner must return a bool")
         require(bool(got) == want, f"wrong answer for {what}: expected {want}, got {bool(got)}")
-    return "Correct: ReLU's intertwiners are exactly the positively scaled permutations."
+    passed("Correct: ReLU's intertwiners are exactly the positively scaled permutations.")
 
 
-def check_linear_gelu_pair(W1, W2) -> str:
+def check_linear_gelu_pair(W1, W2) -> None:
     """Exercise ch04-ex3: weights W1 (2, 1) and W2 (1, 2) of a bias-free GELU network
     x ↦ W2 gelu(W1 x) that computes f(x) = 3x exactly.
 
@@ -84,4 +84,4 @@ def check_linear_gelu_pair(W1, W2) -> str:
         err = float((net(x) - 3 * x).abs().max())
     require(err < 1e-4, f"x ↦ W2 gelu(W1 x) differs from 3x by up to {err:.3g} on [−5, 5]; "
             "use gelu(t) − gelu(−t) = t")
-    return "Correct: two GELU neurons pass a linear signal, so the latent map need not be a permutation."
+    passed("Correct: two GELU neurons pass a linear signal, so the latent map need not be a permutation.")

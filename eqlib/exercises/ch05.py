@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import torch
 
-from . import require
+from . import passed, require
 
 __all__ = ["check_transported_weight", "check_latent_action"]
 
 
-def check_transported_weight(model, rho_in, g, answer) -> str:
+def check_transported_weight(model, rho_in, g, answer) -> None:
     """Exercise ch05-ex1: the first-layer weight of θ^g, W_1 ρ_in(g).
 
     Chapter: *The main theorem* (book/part2/05_main_theorem).
@@ -20,10 +20,10 @@ def check_transported_weight(model, rho_in, g, answer) -> str:
     err = float((answer - expected).norm() / expected.norm())
     require(err < 1e-5, f"relative error {err:.3g}: the first layer of θ^g should satisfy "
                         "f_1(x; θ^g) = f_1(ρ_in(g) x; θ), i.e. its weight is W_1 ρ_in(g)")
-    return "correct: f_1(ρ_in(g) x; θ_1) = f_1(x; θ_1^g)"
+    passed("Correct: f_1(ρ_in(g) x; θ_1) = f_1(x; θ_1^g)")
 
 
-def check_latent_action(model, rho_in, g, perm, signs) -> str:
+def check_latent_action(model, rho_in, g, perm, signs) -> None:
     """Exercise ch05-ex2: k_1(g) as (perm, signs) with f_1(ρ_in(g) x) = k_1(g) f_1(x).
 
     Chapter: *The main theorem* (book/part2/05_main_theorem).
@@ -41,4 +41,4 @@ def check_latent_action(model, rho_in, g, perm, signs) -> str:
     err = float((lhs - rhs).norm() / lhs.norm())
     require(err < 1e-4, f"f_1(ρ_in(g) x) ≠ k f_1(x): relative error {err:.3g}. Match the rows of "
                         "[W_1 ρ_in(g) | b_1] with those of [W_1 | b_1] up to sign")
-    return f"correct: layer 1 is equivariant under your k_1(g) (error {err:.1e})"
+    passed(f"Correct: layer 1 is equivariant under your k_1(g) (error {err:.1e})")

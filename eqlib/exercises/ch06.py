@@ -4,12 +4,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from . import ExerciseError, require
+from . import ExerciseError, passed, require
 
 __all__ = ["check_hidden_representation", "check_bypass_weights"]
 
 
-def check_hidden_representation(W1, rho0, answer) -> str:
+def check_hidden_representation(W1, rho0, answer) -> None:
     """Exercise ch06-ex1: ρ_1 = W_1 ρ_0 W_1^{-1}, a positively scaled permutation with ρ_1 W_1 = W_1 ρ_0.
 
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
@@ -21,10 +21,10 @@ def check_hidden_representation(W1, rho0, answer) -> str:
     nz = answer.abs() > 1e-4
     require(bool((nz.sum(0) == 1).all() and (nz.sum(1) == 1).all()) and bool((answer[nz] > 0).all()),
             "your ρ_1 is not a positively scaled permutation matrix (Proposition 2.3 says it must be)")
-    return "correct: ρ_1 is a positively scaled permutation and layer 1 is equivariant"
+    passed("Correct: ρ_1 is a positively scaled permutation and layer 1 is equivariant")
 
 
-def check_bypass_weights(W1, W2) -> str:
+def check_bypass_weights(W1, W2) -> None:
     """Exercise ch06-ex2: W_2 ReLU(W_1 x) = x on R² with bypass pairs.
 
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
@@ -38,4 +38,4 @@ def check_bypass_weights(W1, W2) -> str:
     if err >= 1e-5:
         raise ExerciseError(f"W_2 ReLU(W_1 x) differs from x (relative error {err:.3g}); "
                             "use ReLU(t) − ReLU(−t) = t for each coordinate")
-    return "correct: the ReLU layer passes x through linearly"
+    passed("Correct: the ReLU layer passes x through linearly")

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import ExerciseError, require
+from . import ExerciseError, passed, require
 
 __all__ = ["check_equivariant_positions", "check_head_permutation"]
 
 
-def check_equivariant_positions(P, action) -> str:
+def check_equivariant_positions(P, action) -> None:
     """ch07-ex1: P (n, d) must satisfy Π_g P R_gᵀ = P for every g of the action's group,
     and must not be zero.
 
@@ -30,10 +30,10 @@ def check_equivariant_positions(P, action) -> str:
         err = float((moved - P).norm() / P.norm())
         require(err < 1e-5, f"Π_g P R_gᵀ ≠ P for g = {g.name} (relative error {err:.3g}): "
                             "average P over the group, P ← mean_g Π_g P R_gᵀ")
-    return "Correct: the positional encodings are equivariant."
+    passed("Correct: the positional encodings are equivariant.")
 
 
-def check_head_permutation(answer, planted) -> str:
+def check_head_permutation(answer, planted) -> None:
     """ch07-ex2: ``answer`` is τ_m as a list (head h on x ↔ head τ(h) on m·x) for the
     planted layer.
 
@@ -49,4 +49,4 @@ def check_head_permutation(answer, planted) -> str:
     require(np.array_equal(tau, truth),
             f"{tau.tolist()} is not the head permutation of this layer; did you read it in the right direction "
             "(τ(h) = the head of m·x that does what head h does on x)?")
-    return f"Correct: τ_m = {truth.tolist()}."
+    passed(f"Correct: τ_m = {truth.tolist()}.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from . import ExerciseError, require
+from . import ExerciseError, passed, require
 
 __all__ = ["check_dense_adjunction", "check_residual_invariant"]
 
@@ -17,7 +17,7 @@ def _tensor(x, name: str) -> torch.Tensor:
     return x.detach().to(torch.get_default_dtype())
 
 
-def check_dense_adjunction(W_prime, layer, action, g, x) -> str:
+def check_dense_adjunction(W_prime, layer, action, g, x) -> None:
     """ch08-ex1: W' must give layer(g·x) = σ(W' x + b) on the probes x.
 
     Chapter: *Where the theorem does not apply*.
@@ -32,10 +32,10 @@ def check_dense_adjunction(W_prime, layer, action, g, x) -> str:
     err = float((got - want).norm() / want.norm())
     require(err < 1e-4, f"σ(W' x + b) differs from f(g·x) (relative error {err:.3g}); "
                         "W' should precompose W with ρ(g)")
-    return "Correct: W' = W ρ(g) moves g from the input onto the parameters."
+    passed("Correct: W' = W ρ(g) moves g from the input onto the parameters.")
 
 
-def check_residual_invariant(W2, W1, x) -> str:
+def check_residual_invariant(W2, W1, x) -> None:
     """ch08-ex2: with ReLU, f(x) = x + W2 relu(W1 x) must satisfy f(−x) = f(x) on x.
 
     Chapter: *Where the theorem does not apply*.
@@ -51,4 +51,4 @@ def check_residual_invariant(W2, W1, x) -> str:
         err = float((f(-x) - f(x)).norm() / f(x).norm().clamp_min(1e-12))
     require(err < 1e-4, f"f(−x) ≠ f(x) (relative error {err:.3g}); use relu(z) − relu(−z) = z: "
                         "you need W2 W1 = −2 I")
-    return "Correct: W2 W1 = −2 I, so the block is invariant under x ↦ −x."
+    passed("Correct: the block is invariant (W2 W1 = −2 I).")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import ExerciseError, require
+from . import ExerciseError, passed, require
 
 __all__ = ["check_relu_intertwiner", "check_gcnn_projection"]
 
@@ -21,7 +21,7 @@ def _reference_is_intertwiner(a: torch.Tensor, tol: float = 1e-9) -> bool:
     return bool((a[nz] > 0).all())
 
 
-def check_relu_intertwiner(is_intertwiner: Callable[[torch.Tensor], bool]) -> str:
+def check_relu_intertwiner(is_intertwiner: Callable[[torch.Tensor], bool]) -> None:
     """Check ``is_intertwiner(A) -> bool``: does ReLU(A z) = A ReLU(z) hold for all z?
 
     The answer must say True exactly for permutations times positive diagonal matrices.
@@ -48,10 +48,10 @@ def check_relu_intertwiner(is_intertwiner: Callable[[torch.Tensor], bool]) -> st
                 f"for {name} you answered {bool(got)}, but ReLU(A z) = A ReLU(z) for all z is {expected}: "
                 f"A = {a.tolist()}")
         assert expected == _reference_is_intertwiner(a)
-    return "Correct: ReLU commutes exactly with permutations times positive diagonal matrices."
+    passed("Correct: ReLU commutes exactly with permutations times positive diagonal matrices.")
 
 
-def check_gcnn_projection(project: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> str:
+def check_gcnn_projection(project: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
     """Check ``project(W, pi_out, pi_in)``: the orthogonal projection of a conv weight W (C_out, C_in, k, k)
     onto the mirror-GCNN constraint W[o, i, :, ::-1] = W[π_out(o), π_in(i), :, :].
 
@@ -74,4 +74,4 @@ def check_gcnn_projection(project: Callable[[torch.Tensor, torch.Tensor, torch.T
     inner = float(((w - out) * other).sum())
     require(abs(inner) < 1e-4, f"W − project(W) is not orthogonal to constrained weights (inner product {inner:.3g}); "
             "the orthogonal projection averages W with its transformed copy")
-    return "Correct: averaging W with W[π_out][:, π_in] flipped is the orthogonal projection onto the GCNN constraint."
+    passed("Correct: averaging W with W[π_out][:, π_in] flipped is the orthogonal projection onto the GCNN constraint.")

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from ..train import mirror_images, penalty_term
-from . import ExerciseError, require
+from . import ExerciseError, passed, require
 
 __all__ = ["check_mirror_partner", "check_equivariance_penalty", "planted_filters"]
 
@@ -28,7 +28,7 @@ def planted_filters(seed: int = 0) -> tuple[torch.Tensor, list[tuple[int, int]]]
     return W, [(0, 1), (1, -1), (4, 1), (5, -1), (2, 1), (3, -1)]
 
 
-def check_mirror_partner(mirror_partner: Callable[[torch.Tensor, int], tuple[int, int]]) -> str:
+def check_mirror_partner(mirror_partner: Callable[[torch.Tensor, int], tuple[int, int]]) -> None:
     """ch10-ex1: ``mirror_partner(W, j)`` must return (k, s) with mirror(w_j) ≈ s · w_k.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
@@ -53,10 +53,10 @@ def check_mirror_partner(mirror_partner: Callable[[torch.Tensor, int], tuple[int
                     "(compare the mirrored filter with every filter by |cosine similarity|)")
             require(s == true_s, f"filter {j}: its mirror image is {'+' if true_s > 0 else '−'}filter {k}, you "
                     f"gave the sign {s} (the sign of the cosine similarity)")
-    return "Correct: every filter's mirror partner and sign found."
+    passed("Correct: every filter's mirror partner and sign found.")
 
 
-def check_equivariance_penalty(equivariance_penalty: Callable[[nn.Module, torch.Tensor], torch.Tensor]) -> str:
+def check_equivariance_penalty(equivariance_penalty: Callable[[nn.Module, torch.Tensor], torch.Tensor]) -> None:
     """ch10-ex2: ``equivariance_penalty(f, x)`` must be the mean over coordinates of (f(mx) − m f(x))².
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
@@ -88,4 +88,4 @@ def check_equivariance_penalty(equivariance_penalty: Callable[[nn.Module, torch.
         sym_penalty = float(equivariance_penalty(sym, x))
     require(sym_penalty < 1e-10, "a conv acting within columns commutes with the "
             "horizontal mirror, so its penalty must be 0")
-    return "Correct: the penalty is a mean, zero for an equivariant map."
+    passed("Correct: the penalty is a mean, zero for an equivariant map.")

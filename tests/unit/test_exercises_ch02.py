@@ -23,7 +23,7 @@ def test_corner_representation_right():
             p = [p[j] for j in gens[G.generators[k]]]
         points[g] = p
     rho = actions.permutation(G, points)
-    assert "Correct" in ch02.check_corner_representation(rho)
+    assert ch02.check_corner_representation(rho) is None
 
 
 @pytest.mark.parametrize("make,message", [
@@ -52,8 +52,8 @@ def symmetric_blur(x):
 
 
 def test_d4_equivariant_map_right():
-    assert "Correct" in ch02.check_d4_equivariant_map(symmetric_blur)
-    assert "Correct" in ch02.check_d4_equivariant_map(lambda x: torch.tanh(x) + x ** 2)
+    assert ch02.check_d4_equivariant_map(symmetric_blur) is None
+    assert ch02.check_d4_equivariant_map(lambda x: torch.tanh(x) + x ** 2) is None
 
 
 @pytest.mark.parametrize("f,message", [

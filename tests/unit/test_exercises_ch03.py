@@ -21,8 +21,8 @@ def fold_constant(W1, b1, W2, b2, j, activation):
 
 
 def test_right_answers_pass():
-    assert "Correct" in check_merge_clone(merge_clone)
-    assert "Correct" in check_fold_constant(fold_constant)
+    assert check_merge_clone(merge_clone) is None
+    assert check_fold_constant(fold_constant) is None
 
 
 def test_wrong_answers_fail_with_reasons():

@@ -17,10 +17,10 @@ def is_relu_intertwiner(A, tol=1e-8):
 
 
 def test_right_answers_pass():
-    assert "Correct" in check_transform(transform)
-    assert "Correct" in check_relu_intertwiner_test(is_relu_intertwiner)
-    assert "Correct" in check_linear_gelu_pair([[1.0], [-1.0]], [[3.0, -3.0]])
-    assert "Correct" in check_linear_gelu_pair(torch.tensor([[3.0], [-3.0]]), torch.tensor([[1.0, -1.0]]))
+    assert check_transform(transform) is None
+    assert check_relu_intertwiner_test(is_relu_intertwiner) is None
+    assert check_linear_gelu_pair([[1.0], [-1.0]], [[3.0, -3.0]]) is None
+    assert check_linear_gelu_pair(torch.tensor([[3.0], [-3.0]]), torch.tensor([[1.0, -1.0]])) is None
 
 
 def test_wrong_answers_fail_with_reasons():

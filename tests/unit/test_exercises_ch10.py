@@ -15,7 +15,7 @@ def _partner(W, j):
 
 
 def test_mirror_partner_right_and_wrong():
-    assert "Correct" in check_mirror_partner(_partner)
+    assert check_mirror_partner(_partner) is None
     with pytest.raises(ExerciseError, match="sign"):
         check_mirror_partner(lambda W, j: (_partner(W, j)[0], 1))
     with pytest.raises(ExerciseError, match="mirror image is"):
@@ -24,7 +24,7 @@ def test_mirror_partner_right_and_wrong():
 
 def test_equivariance_penalty_right_and_wrong():
     right = lambda f, x: ((f(mirror_images(x)) - mirror_images(f(x))) ** 2).mean()  # noqa: E731
-    assert "Correct" in check_equivariance_penalty(right)
+    assert check_equivariance_penalty(right) is None
     with pytest.raises(ExerciseError, match="3,072"):
         check_equivariance_penalty(lambda f, x: ((f(mirror_images(x)) - mirror_images(f(x))) ** 2).sum((1, 2, 3)).mean())
     with pytest.raises(ExerciseError, match="expected"):

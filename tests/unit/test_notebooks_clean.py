@@ -39,8 +39,19 @@ def test_chapter_sections_and_exercises(path):
         f"{path.name}: the first cell must be the '# Title'"
     exercises = re.findall(r"\{exercise\}\s*\n:label:\s*(\S+)", md)
     assert exercises, f"{path.name}: the Exercises section has no {{exercise}} directive with a :label:"
+    # written solutions: one markdown cell per exercise holding only its {solution} dropdown, an
+    # nbgrader written answer (solution + grade, 0 points) that generate_assignment blanks out
+    written = {_nbg(c).get("grade_id"): c for c in nb.cells if c.cell_type == "markdown" and _nbg(c).get("solution")}
     for label in exercises:
-        assert re.search(rf"\{{solution\}}\s+{re.escape(label)}\b", md), f"{path.name}: exercise {label} has no {{solution}}"
+        cell = written.get(f"{label}-written")
+        assert cell is not None, f"{path.name}: exercise {label} has no written-answer cell {label}-written"
+        assert re.fullmatch(rf"(`{{3,}}|:{{3,}})\{{solution\}} {re.escape(label)}\n:class: dropdown\n.*\n\1\s*",
+                            cell.source, re.S), f"{path.name}: {label}-written must hold only its {{solution}} dropdown"
+        assert _nbg(cell).get("grade") is True and _nbg(cell).get("points") == 0, \
+            f"{path.name}: {label}-written must be an nbgrader written answer (grade: true, points: 0)"
+    stray = [c.source[:60] for c in nb.cells if c.cell_type == "markdown" and "{solution}" in c.source
+             and not _nbg(c).get("solution")]
+    assert not stray, f"{path.name}: {{solution}} blocks outside written-answer cells: {stray}"
     answers = [c for c in nb.cells if c.cell_type == "code" and _nbg(c).get("solution")]
     checks = [c for c in nb.cells if c.cell_type == "code" and _nbg(c).get("grade")]
     assert answers and checks, f"{path.name}: exercises need nbgrader answer cells (solution: true) and check cells (grade: true)"
@@ -54,7 +65,12 @@ def test_chapter_sections_and_exercises(path):
         points = _nbg(c).get("points")
         assert isinstance(points, (int, float)) and points > 0, f"{path.name}: check cell {gid} has no positive points"
         assert _nbg(c).get("locked") is True, f"{path.name}: check cell {gid} is not locked"
-    gids = [_nbg(c).get("grade_id") for c in answers + checks]
+        visible, _, hidden = c.source.partition("### BEGIN HIDDEN TESTS")
+        assert re.search(r"\bcheck_\w+\(", visible) and not re.search(r"print\(\s*(\w+\.)?check_", visible), \
+            f"{path.name}: check cell {gid} must call a checker (which prints; no print(...) around it)"
+        assert re.search(r"fresh\(\"ch\d\d\"\)\.check_\w+\(", hidden) and "### END HIDDEN TESTS" in hidden, \
+            f"{path.name}: check cell {gid} must end with hidden tests re-checking with fresh(\"chNN\")"
+    gids = [_nbg(c).get("grade_id") for c in answers + checks + list(written.values())]
     assert all(gids) and len(set(gids)) == len(gids), f"{path.name}: grade_ids missing or repeated: {gids}"
 
 
