@@ -6,3 +6,32 @@
 
 Chapters: Part III, *Experiments* (book/part3).
 """
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["writable_folder"]
+
+
+def writable_folder(path: str | os.PathLike, argument: str = "--out") -> Path:
+    """Create folder ``path`` if needed and check that a file can be written in it.
+
+    The experiment CLIs call this before any work, so that a bad output folder fails
+    in a second rather than after the training.
+
+    Raises:
+        ValueError: naming ``argument``, the path and why it cannot be written.
+
+    Chapters: Part III, *Experiments* (book/part3).
+    """
+    folder = Path(path).expanduser()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{argument} {str(path)!r} is not a writable folder "
+                         f"({exc.strerror or exc}); choose another") from exc
+    return folder

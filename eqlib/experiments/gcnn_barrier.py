@@ -21,7 +21,7 @@ assignment has ties.
 
 CLI::
 
-    python -m eqlib.experiments.gcnn_barrier --budget ci --device cpu --out results/
+    python -m eqlib.experiments.gcnn_barrier --budget laptop --device cpu --out results/
 
 Chapter: *ReLU CNNs and GCNNs* (book/part3/09_relu_cnns_gcnns).
 """
@@ -41,12 +41,14 @@ import torch
 from torch import nn
 
 from ..budget import budget as select_budget
+from ..budget import budget_choices
 from ..device import default_device
 from ..io import atomic_write, cache_dir, config_hash
 from ..matching import (apply_permutation, interpolate, involution_distance, match_activations, repair,
                         reset_bn)
 from ..models.cnn import VGG, MirrorGCNN, flip_filters, mirror_invariance_error
 from ..train import TrainConfig, cached_train, evaluate_accuracy, prepare_images
+from . import writable_folder
 
 __all__ = ["VARIANTS", "BarrierBudget", "BUDGETS", "MergeData", "load_merge_data", "build_network",
            "train_config", "train_networks", "gcnn_barrier", "merge_barrier", "interpolation_curve",
@@ -98,10 +100,10 @@ class BarrierBudget:
     alphas: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
-#: ``ci``: a narrow VGG on a CIFAR-10 subset, minutes on 2 CPU cores; ``full``: VGG11 (REPAIR's recipe, without
+#: ``laptop`` (the default): a narrow VGG on a CIFAR-10 subset, minutes on 2 CPU cores; ``full``: VGG11 (REPAIR's recipe, without
 #: the translation augmentation) on the full training set, made for a GPU.
 BUDGETS: dict[str, BarrierBudget] = {
-    "ci": BarrierBudget(),
+    "laptop": BarrierBudget(),
     "full": BarrierBudget(config=(64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
                           widths=(1.0, 0.5), extra_variants=VARIANTS, networks=4, n_train=50000, n_match=5000,
                           n_test=10000, epochs=30, batch_size=500, lr=0.08, optimizer="sgd", momentum=0.9,
@@ -134,8 +136,11 @@ class MergeData:
         return cls(torch.cat([x, x.flip(-1)]), test_images, test_labels)
 
 
-def load_merge_data(b: BarrierBudget, root: str | None = None):
+def load_merge_data(b: BarrierBudget, root: str | None = None, download: bool | None = None):
     """The training subset (images, labels) and :class:`MergeData` for budget ``b``.
+
+    ``download`` is passed to :func:`~eqlib.data.load_cifar10` (None: download CIFAR-10
+    when it is not found and ``$EQLIB_DATA`` is unset, unless ``EQLIB_DOWNLOAD=0``).
 
     The matching images are drawn from the training split but disjoint from the
     training subset is not required (BN statistics are estimated on training data).
@@ -144,7 +149,8 @@ def load_merge_data(b: BarrierBudget, root: str | None = None):
     """
     from ..data import load_cifar10, subset
 
-    train_set, test_set = load_cifar10("train", root), load_cifar10("test", root)
+    train_set = load_cifar10("train", root, download=download)
+    test_set = load_cifar10("test", root, download=download)
     tr = subset(train_set, b.n_train, seed=0) if b.n_train < len(train_set) else train_set
     te = subset(test_set, b.n_test, seed=0) if b.n_test < len(test_set) else test_set
     match = subset(train_set, b.n_match, seed=1)
@@ -347,7 +353,7 @@ def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_
     """Train every variant, measure every self-flip and two-network barrier, and summarise.
 
     Args:
-        budget: ``"ci"``, ``"full"``, a :class:`BarrierBudget`, or None for ``$EQLIB_BUDGET``.
+        budget: ``"laptop"``, ``"full"``, a :class:`BarrierBudget`, or None for ``$EQLIB_BUDGET``.
         device: training and evaluation device.
         data_root: CIFAR-10 location (default ``$EQLIB_DATA``).
         progress: progress bars while training.
@@ -451,24 +457,29 @@ def _figures(results: dict[str, Any], networks, out: Path) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """CLI: ``python -m eqlib.experiments.gcnn_barrier --budget ci|full --device cpu|cuda --out results/``.
+    """CLI: ``python -m eqlib.experiments.gcnn_barrier --budget laptop|full --device cpu|cuda --out results/``.
 
     Writes ``gcnn_barrier_<budget>.json`` (every number) and PNG figures into ``--out``.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
     parser = argparse.ArgumentParser(prog="python -m eqlib.experiments.gcnn_barrier", description=__doc__.split("\n")[0])
-    parser.add_argument("--budget", choices=sorted(BUDGETS), default=None, help="default: $EQLIB_BUDGET or full")
+    parser.add_argument("--budget", choices=budget_choices(), default=None, help="default: $EQLIB_BUDGET or laptop")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: $EQLIB_DEVICE or cuda when available)")
     parser.add_argument("--out", default="results", help="output folder")
     parser.add_argument("--data", default=None, help="CIFAR-10 location (default: $EQLIB_DATA)")
+    parser.add_argument("--no-download", action="store_true",
+                        help="never download CIFAR-10 (default: download it into the cache "
+                             "when it is not found and $EQLIB_DATA is unset)")
     parser.add_argument("--progress", action="store_true", help="show training progress bars")
     args = parser.parse_args(argv)
     name = select_budget(args.budget)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out = writable_folder(args.out)
+    except ValueError as exc:
+        parser.error(str(exc))
     b = BUDGETS[name]
-    data = load_merge_data(b, args.data)
+    data = load_merge_data(b, args.data, download=False if args.no_download else None)
     networks = train_networks(b, data[0], device=default_device(args.device), progress=args.progress)
     results = run_experiment(b, device=args.device, networks=networks, data=data)
     results["budget_name"] = name

@@ -73,7 +73,7 @@ def test_summary_orders_and_spreads():
 
 
 def test_variants_and_errors():
-    b = gb.BUDGETS["ci"]
+    b = gb.BUDGETS["laptop"]
     assert gb.train_config("invariance", 0, b).penalty == "invariance"
     assert gb.train_config("mirror", 0, b).augment_mirror and not gb.train_config("plain", 0, b).augment_mirror
     assert isinstance(gb.build_network("gcnn", 1.0, 0, b), MirrorGCNN)
@@ -81,3 +81,14 @@ def test_variants_and_errors():
         gb.build_network("resnet", 1.0, 0, b)
     with pytest.raises(SystemExit):
         gb.main(["--budget", "huge"])
+
+
+def test_cli_checks_out_is_writable_before_any_work(monkeypatch, tmp_path, capsys):
+    def no_work(*args, **kwargs):
+        raise AssertionError("work started before --out was checked")
+    monkeypatch.setattr(gb, "load_merge_data", no_work)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(SystemExit):
+        gb.main(["--out", str(blocker / "results"), "--device", "cpu"])
+    assert "--out" in capsys.readouterr().err
