@@ -54,12 +54,13 @@ from ..device import default_device
 from ..latent import fit_linear_action, linear_equivariance_error, match_units
 from ..models import MLP, AttentionNetwork
 from ..train import TrainConfig, TrainResult, cached_train, mirror_images, prepare_images
-from . import writable_folder
+from . import html_table, writable_folder
 
 __all__ = [
     "Settings", "BUDGET_SETTINGS", "settings", "NETWORKS", "PAPER_TABLE", "PARTS", "build_mlp", "train_config",
     "load_data", "train_networks", "FilterPairing", "filter_pairing", "probe_inputs", "equivariance_table",
     "end_to_end_error", "ablation", "ABLATION_VARIANTS", "parse_setting", "table_text", "ablation_text",
+    "table_html", "ablation_html",
     "load_results", "input_spectrum", "emergence", "PatchAttentionAutoencoder",
     "attention_experiment", "run", "main",
 ]
@@ -452,15 +453,11 @@ def table_lookup(rows: Sequence[dict], network: str, layers: int, mirror: str, p
     raise KeyError(f"no row for {network}, f_≤{layers}, {mirror}, {probe}")
 
 
-def table_text(rows: Sequence[dict], probes: Sequence[str] = PROBES) -> str:
-    """The rows of :func:`equivariance_table` as a text table: one line per network, prefix
-    and mirror, one column per probe kind, and the paper's number where it has one.
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
+def _table_rows(rows: Sequence[dict], probes: Sequence[str]) -> tuple[list[str], list[list]]:
     networks = list(dict.fromkeys(r["network"] for r in rows))
     layers = sorted({r["layers"] for r in rows})
-    lines = [f"{'network':18s} {'layers':8s} {'mirror':11s} " + " ".join(f"{p:>10s}" for p in probes) + "   paper"]
+    header = ["network", "layers", "mirror", *probes, "paper"]
+    body = []
     for name in networks:
         act, task = NETWORKS[name]
         for i in layers:
@@ -468,10 +465,46 @@ def table_text(rows: Sequence[dict], probes: Sequence[str] = PROBES) -> str:
                 vals = [table_lookup(rows, name, i, ax, p) for p in probes]
                 paper = PAPER_TABLE.get((task, i, ax), {}).get(act)
                 prefix = "∘".join(f"f{k}" for k in range(i, 0, -1))
-                lines.append(f"{name:18s} {prefix:8s} {ax:11s} "
-                             + " ".join(f"{v:10.3f}" for v in vals)
-                             + (f"   {paper:.3f}" if paper is not None else "       —"))
-    return "\n".join(lines)
+                body.append([name, prefix, ax, *(f"{v:.3f}" for v in vals),
+                             f"{paper:.3f}" if paper is not None else "—"])
+    return header, body
+
+
+def table_text(rows: Sequence[dict], probes: Sequence[str] = PROBES) -> str:
+    """The rows of :func:`equivariance_table` as a text table: one line per network, prefix
+    and mirror, one column per probe kind, and the paper's number where it has one.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    header, body = _table_rows(rows, probes)
+    widths = [18, 8, 11] + [10] * len(probes) + [7]
+    fmt = lambda r: " ".join(f"{v:{w}s}" if i < 3 else f"{v:>{w}s}"  # noqa: E731
+                             for i, (v, w) in enumerate(zip(r, widths)))
+    return "\n".join(fmt(r) for r in [header, *body])
+
+
+def table_html(rows: Sequence[dict], probes: Sequence[str] = PROBES) -> str:
+    """:func:`table_text` as an HTML table, which fits the page.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    header, body = _table_rows(rows, probes)
+    return html_table(header, body, align_right_from=3)
+
+
+_ABLATION_COLUMNS = (("f1 H", "f1_horizontal_noise", ".3f"), ("f1 V", "f1_vertical_noise", ".3f"),
+                     ("f1 H img", "f1_horizontal_images", ".3f"),
+                     ("f1 V img", "f1_vertical_images", ".3f"), ("matched", "matched_filters", ".2f"),
+                     ("end-to-end", "end_to_end", ".3f"), ("task loss", "task_loss", ".3f"))
+
+
+def _ablation_rows(rows: Sequence[dict]) -> tuple[list[str], list[list[str]], int]:
+    several = len({r.get("network") for r in rows}) > 1
+    first = ["network", "variant"] if several else ["variant"]
+    header = first + [name for name, _, _ in _ABLATION_COLUMNS]
+    body = [([r.get("network", "")] if several else []) + [r["variant"]]
+            + [format(r[key], spec) for _, key, spec in _ABLATION_COLUMNS] for r in rows]
+    return header, body, len(first)
 
 
 def ablation_text(rows: Sequence[dict]) -> str:
@@ -480,17 +513,20 @@ def ablation_text(rows: Sequence[dict]) -> str:
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    several = len({r.get("network") for r in rows}) > 1
-    head = (f"{'network':18s} " if several else "") + (
-        f"{'variant':34s} {'f1 H':>7s} {'f1 V':>7s} {'f1 H img':>9s} {'f1 V img':>9s} {'matched':>8s} "
-        f"{'end-to-end':>10s} {'task loss':>9s}")
-    lines = [head]
-    for r in rows:
-        lines.append((f"{r.get('network', ''):18s} " if several else "")
-                     + f"{r['variant']:34s} {r['f1_horizontal_noise']:7.3f} {r['f1_vertical_noise']:7.3f} "
-                       f"{r['f1_horizontal_images']:9.3f} {r['f1_vertical_images']:9.3f} "
-                       f"{r['matched_filters']:8.2f} {r['end_to_end']:10.3f} {r['task_loss']:9.3f}")
-    return "\n".join(lines)
+    header, body, n_text = _ablation_rows(rows)
+    widths = ([18, 34] if n_text == 2 else [34]) + [7, 7, 9, 9, 8, 10, 9]
+    fmt = lambda r: " ".join(f"{v:{w}s}" if i < n_text else f"{v:>{w}s}"  # noqa: E731
+                             for i, (v, w) in enumerate(zip(r, widths)))
+    return "\n".join(fmt(r) for r in [header, *body])
+
+
+def ablation_html(rows: Sequence[dict]) -> str:
+    """:func:`ablation_text` as an HTML table, which fits the page.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    header, body, n_text = _ablation_rows(rows)
+    return html_table(header, body, align_right_from=n_text)
 
 
 def load_results(path: str | Path) -> dict[str, Any]:

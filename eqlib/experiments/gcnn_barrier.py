@@ -48,11 +48,11 @@ from ..matching import (apply_permutation, interpolate, involution_distance, mat
                         reset_bn)
 from ..models.cnn import VGG, MirrorGCNN, flip_filters, mirror_invariance_error
 from ..train import TrainConfig, cached_train, evaluate_accuracy, prepare_images
-from . import writable_folder
+from . import html_table, writable_folder
 
 __all__ = ["VARIANTS", "BarrierBudget", "BUDGETS", "MergeData", "load_merge_data", "build_network",
            "train_config", "train_networks", "gcnn_barrier", "merge_barrier", "interpolation_curve",
-           "summarize", "run_experiment", "main"]
+           "summarize", "summary_table", "summary_table_html", "run_experiment", "main"]
 
 #: The training variants (plain, mirror augmentation, augmentation + invariance loss, mirror-GCNN).
 VARIANTS = ("plain", "mirror", "invariance", "gcnn")
@@ -432,6 +432,46 @@ def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_
         text = json.dumps(results)
         atomic_write(path, lambda f: f.write(text.encode()))
     return results
+
+
+_KINDS = ("barrier", "barrier_reset", "barrier_repair")
+
+
+def summary_table(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The main table of :func:`run_experiment`'s results: one row per "variant@width" with
+    test accuracy, GCNN and two-network barriers (interpolated statistics / BN reset /
+    REPAIR, mean ± std in ppt), the matched permutations' distance from an involution and
+    the invariance error of the network and of its self-flip midpoint.
+
+    Returns:
+        ``(header, rows)`` of strings; :func:`summary_table_html` renders them.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    def fmt(s):
+        return f"{s['mean']:.1f} ± {s['std']:.1f}"
+
+    header = ["variant @ width", "test acc. (%)", "GCNN barrier: interp. / BN reset / REPAIR",
+              "two-network: interp. / BN reset / REPAIR", "π distance from involution",
+              "invariance error θ → midpoint"]
+    rows = []
+    for key, cell in results["cells"].items():
+        s = cell["summary"]
+        sf, tn = s["self_flip"], s.get("two_network")
+        rows.append([key, fmt(sf["acc_a"]), " / ".join(fmt(sf[k]) for k in _KINDS),
+                     " / ".join(fmt(tn[k]) for k in _KINDS) if tn else "–",
+                     f"{sf['involution_distance_mean']['mean']:.3f}",
+                     f"{sf['invariance_a']['mean']:.3f} → {sf['invariance_mid_reset']['mean']:.1e}"])
+    return header, rows
+
+
+def summary_table_html(results: dict[str, Any]) -> str:
+    """:func:`summary_table` as an HTML ``<table>`` (display it with ``IPython.display.HTML``).
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    header, rows = summary_table(results)
+    return html_table(header, rows)
 
 
 def _figures(results: dict[str, Any], networks, out: Path) -> list[str]:
