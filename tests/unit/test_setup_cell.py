@@ -35,14 +35,14 @@ def test_front_matter_carries_the_books_macros(path):
     cells, nb = _cells(path)
     front = nb.cells[0]
     assert front.get("id") == "eqlib-frontmatter" and front.cell_type == "markdown", \
-        f"{path.name}: run `python migrate_i11.py book/` (the front-matter cell comes first)"
+        f"{path.name}: the first cell must be the front matter (id eqlib-frontmatter)"
     assert "remove-cell" in front.metadata.get("tags", []), "the book must not show it"
     text = front.source
     assert text.startswith("---\n") and text.rstrip().endswith("---")
     math = yaml.safe_load(text.strip().strip("-"))["math"]
     macros = CONFIG["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
     expected = {f"\\{k}": (v[0] if isinstance(v, list) else v) for k, v in macros.items()}
-    assert math == expected, f"{path.name}: macros differ from _config.yml; rerun the migration"
+    assert math == expected, f"{path.name}: its macros differ from _config.yml's (the one definition)"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
