@@ -5,8 +5,8 @@
 (``train/<class>/*.jpg|png`` and ``test/<class>/...``), extracted or read straight from a
 ``.tar.gz``. The location comes from ``root`` or ``$EQLIB_DATA``; when neither is given
 and nothing is found, the official archive is downloaded into the cache (md5-checked;
-``EQLIB_DOWNLOAD=0`` turns this off). Official batches are pickles; they are read with a restricted
-unpickler that can only rebuild dicts, lists, strings, numbers and numpy arrays, so a
+``EQLIB_DOWNLOAD=0`` turns this off). Official batches are pickles; they are read with a
+restricted unpickler that can only rebuild dicts, lists, strings, numbers and numpy arrays, so a
 tampered file cannot run code. Decoded images are cached as uint8 arrays under
 ``eqlib.io.cache_dir("data")``, keyed by the source's path, size and modification time,
 and written atomically.
@@ -681,6 +681,8 @@ def load_cifar10(
     try:
         src = find_cifar10(root)
     except DataNotFoundError:
+        if download is not None and not isinstance(download, bool):
+            raise TypeError(f"download must be True, False or None, got {download!r}") from None
         if not (download_enabled(root) if download is None else download):
             raise
         dest = Path(root or os.environ.get("EQLIB_DATA") or cache_dir("data", "downloads")).expanduser()

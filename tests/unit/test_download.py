@@ -138,6 +138,11 @@ def test_eqlib_download_0_turns_it_off(fresh, monkeypatch, off):
     assert _leftovers(fresh) == []
 
 
+def test_download_must_be_a_bool_or_none(fresh):
+    with pytest.raises(TypeError, match="download must be"):
+        D.load_cifar10("test", download="yes")
+
+
 def test_no_download_when_a_location_is_given(fresh, monkeypatch, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
