@@ -57,8 +57,10 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[object]],
         raise ValueError(f"rows {bad} do not have {len(header)} cells (the header's length)")
 
     def cell(tag: str, i: int, value: object) -> str:
-        style = ' style="text-align:right"' if i >= align_right_from else ""
-        return f"<{tag}{style}>{html.escape(str(value))}</{tag}>"
+        align = "right" if i >= align_right_from else "left"
+        # a number and its "± spread" never split across lines
+        text = html.escape(str(value)).replace(" ± ", "\u00a0±\u00a0")
+        return f'<{tag} style="text-align:{align};padding:0.1em 0.5em">{text}</{tag}>'
 
     head = "".join(cell("th", i, h) for i, h in enumerate(header))
     body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>"
