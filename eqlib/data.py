@@ -3,9 +3,10 @@
 :func:`load_cifar10` accepts the official release (the ``cifar-10-batches-py`` folder or
 ``cifar-10-python.tar.gz``) and the common image-folder layout
 (``train/<class>/*.jpg|png`` and ``test/<class>/...``), extracted or read straight from a
-``.tar.gz``. The location comes from ``root`` or ``$EQLIB_DATA``; nothing is downloaded
-unless ``download=True``. Official batches are pickles; they are read with a restricted
-unpickler that can only rebuild dicts, lists, strings, numbers and numpy arrays, so a
+``.tar.gz``. The location comes from ``root`` or ``$EQLIB_DATA``; when neither is given
+and nothing is found, the official archive is downloaded into the cache (md5-checked;
+``EQLIB_DOWNLOAD=0`` turns this off). Official batches are pickles; they are read with a
+restricted unpickler that can only rebuild dicts, lists, strings, numbers and numpy arrays, so a
 tampered file cannot run code. Decoded images are cached as uint8 arrays under
 ``eqlib.io.cache_dir("data")``, keyed by the source's path, size and modification time,
 and written atomically.
@@ -16,11 +17,13 @@ CIFAR-10 experiment* (book/part3/10_cifar_mlp).
 from __future__ import annotations
 
 import hashlib
+import http.client
 import io
 import os
 import pickle
 import re
 import tarfile
+import urllib.error
 import urllib.request
 import warnings
 import zlib
@@ -48,6 +51,7 @@ __all__ = [
     "load_cifar10",
     "find_cifar10",
     "download_cifar10",
+    "download_enabled",
     "safe_unpickle",
     "mirror",
     "random_mirror",
@@ -299,7 +303,12 @@ _PREFERENCE = {"batches-dir": 0, "batches-tar": 1, "images-dir": 2, "images-tar"
 
 
 def _default_places() -> list[Path]:
-    return [cache_dir("data", "downloads")]
+    try:
+        return [cache_dir("data", "downloads")]
+    except OSError as err:  # an unwritable cache: nothing there to find
+        warn_once("download-folder", f"the cache folder cannot be used ({err}); no download "
+                  "folder to search")
+        return []
 
 
 def find_cifar10(root: str | os.PathLike | None = None) -> "DataSource":
@@ -332,35 +341,80 @@ def find_cifar10(root: str | os.PathLike | None = None) -> "DataSource":
             "Looked for: a 'cifar-10-batches-py' folder, 'cifar-10-python.tar.gz', or an image folder "
             "'train/<class>/*.jpg' and 'test/<class>/*.jpg' (extracted or as a .tar.gz).\n"
             f"To get it: download {URL} (md5 {MD5}), put it in a folder and set "
-            "EQLIB_DATA=/that/folder (or pass root=...), or call load_cifar10(..., download=True)."
+            "EQLIB_DATA=/that/folder (or pass root=...), or call load_cifar10(..., download=True) "
+            "(done by default when EQLIB_DATA is unset, unless EQLIB_DOWNLOAD=0)."
         )
     return min(found, key=lambda s: _PREFERENCE[s.kind])
 
 
 # -- downloading -------------------------------------------------------------------------
-def download_cifar10(dest: str | os.PathLike, url: str | None = None, md5: str | None = None) -> Path:
-    """Download the official archive (``url``, default ``URL``) into folder ``dest``
-    as ``cifar-10-python.tar.gz`` and check its md5 (default ``MD5``).
+_OFF = ("0", "false", "no", "off")
 
-    Only called by ``load_cifar10(download=True)``; never at import or by default.
+
+def download_enabled(root: str | os.PathLike | None = None) -> bool:
+    """Whether :func:`load_cifar10` downloads CIFAR-10 by default when it is not found:
+    only when no location was given (``root`` is None and ``$EQLIB_DATA`` is unset) and
+    ``$EQLIB_DOWNLOAD`` is not ``0`` (or ``false``/``no``/``off``).
+
+    Chapter: *Groups and actions*.
+    """
+    if root is not None or os.environ.get("EQLIB_DATA"):
+        return False
+    return os.environ.get("EQLIB_DOWNLOAD", "1").strip().lower() not in _OFF
+
+
+def download_cifar10(dest: str | os.PathLike, url: str | None = None, md5: str | None = None,
+                     progress: bool = True, timeout: float = 60.0) -> Path:
+    """Download the official archive (``url``, default ``URL``) into folder ``dest``
+    as ``cifar-10-python.tar.gz``, with a progress bar, and check its md5 (default ``MD5``).
+
+    The file appears only when complete and checked: a server or network error, a
+    transfer shorter than announced, or a wrong md5 raises and leaves no file behind.
 
     Raises:
-        CorruptDataError: if the md5 does not match (the partial file is removed).
+        DataNotFoundError: if the server answers with an error or cannot be reached.
+        CorruptDataError: for a truncated transfer or a wrong md5.
 
-    Chapter: *Reproducing the CIFAR-10 experiment*.
+    Chapter: *Groups and actions* (book/part1/02_groups_and_actions).
     """
     url, md5 = url or URL, md5 or MD5
-    target = Path(dest) / "cifar-10-python.tar.gz"
+    target = Path(dest).expanduser() / "cifar-10-python.tar.gz"
     digest = hashlib.md5()
 
     def write(f):
-        with urllib.request.urlopen(url) as response:  # noqa: S310 (a fixed https URL by default)
-            while chunk := response.read(1 << 20):
-                digest.update(chunk)
-                f.write(chunk)
+        from tqdm.auto import tqdm
+
+        try:
+            response = urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 (fixed URL)
+        except urllib.error.HTTPError as exc:
+            raise DataNotFoundError(f"downloading {url} failed: the server answered "
+                                    f"{exc.code} {exc.reason}; nothing was kept") from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise DataNotFoundError(f"downloading {url} failed ({reason}); nothing was kept. "
+                                    "Check the network, or download it yourself and set "
+                                    "EQLIB_DATA") from None
+        with response:
+            length = response.headers.get("Content-Length")
+            total = int(length) if length and length.isdigit() else None
+            done = 0
+            with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
+                      desc="CIFAR-10", disable=not progress) as bar:
+                try:
+                    while chunk := response.read(1 << 20):
+                        digest.update(chunk)
+                        f.write(chunk)
+                        done += len(chunk)
+                        bar.update(len(chunk))
+                except (OSError, http.client.HTTPException) as exc:
+                    raise CorruptDataError(f"downloading {url} broke off after {done:,} bytes "
+                                           f"({exc}); nothing was kept, try again") from None
+        if total is not None and done != total:
+            raise CorruptDataError(f"downloading {url} broke off: got {done:,} of {total:,} "
+                                   "bytes; nothing was kept, try again")
         if digest.hexdigest() != md5:
-            raise CorruptDataError(f"download of {url} has md5 {digest.hexdigest()}, expected {md5}; "
-                                   "nothing was kept, try again")
+            raise CorruptDataError(f"download of {url} has md5 {digest.hexdigest()}, expected "
+                                   f"{md5}; nothing was kept, try again")
 
     return atomic_write(target, write)
 
@@ -658,7 +712,7 @@ def _save_cache(path: Path, x: np.ndarray, y: np.ndarray) -> None:
 def load_cifar10(
     split: str = "train",
     root: str | os.PathLike | None = None,
-    download: bool = False,
+    download: bool | None = None,
     cache: bool = True,
     workers: int | None = None,
 ) -> CIFAR10:
@@ -670,7 +724,9 @@ def load_cifar10(
             to two levels down); default ``$EQLIB_DATA``.
         download: if the data is not found, fetch the official archive (needs internet)
             into ``root`` (or ``$EQLIB_DATA``, or the cache's download folder) and check
-            its md5. Never done by default.
+            its md5. None (the default): download only when no location was given
+            (``root`` None, ``$EQLIB_DATA`` unset) and ``$EQLIB_DOWNLOAD`` is not ``0``
+            (see :func:`download_enabled`).
         cache: read and write the decoded arrays under ``eqlib.io.cache_dir("data")``.
         workers: processes for JPEG decoding (default up to 4; 1 decodes in-process).
 
@@ -692,12 +748,17 @@ def load_cifar10(
     try:
         src = find_cifar10(root)
     except DataNotFoundError:
-        if not download:
+        if download is not None and not isinstance(download, bool):
+            raise TypeError(f"download must be True, False or None, got {download!r}") from None
+        if not (download_enabled(root) if download is None else download):
             raise
         dest = Path(root or os.environ.get("EQLIB_DATA") or cache_dir("data", "downloads")).expanduser()
         if dest.suffix in (".gz", ".tgz", ".tar"):
             dest = dest.parent
-        download_cifar10(dest)
+        print(f"CIFAR-10 not found: downloading {URL} (about 163 MB) into {dest} "
+              "(EQLIB_DOWNLOAD=0 turns this off)", flush=True)
+        path = download_cifar10(dest)
+        print(f"CIFAR-10 downloaded and checked: {path}", flush=True)
         src = find_cifar10(dest)
     path = _cache_path(src, split) if cache else None
     hit = _load_cache(path) if path is not None else None

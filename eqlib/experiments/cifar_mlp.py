@@ -21,7 +21,7 @@ Command line (writes PNG figures and ``cifar_mlp_<budget>.json``)::
 
     python -m eqlib.experiments.cifar_mlp --budget full --device cuda --out results/
 
-Budgets (:data:`BUDGET_SETTINGS`): ``ci`` trains small networks on a 4,000-image subset
+Budgets (:data:`BUDGET_SETTINGS`): ``laptop`` (the default) trains small networks on a 4,000-image subset
 for a few epochs (minutes on 2 CPU cores); ``full`` trains widths 512/256/256 on all
 50,000 images for 15 epochs and probes with 100,000 noise samples (the whole chapter in
 under 30 minutes on 2 CPU cores, minutes on a GPU). ``--set KEY=VALUE`` changes any
@@ -48,16 +48,19 @@ from torch import nn
 
 from ..actions import mirror as mirror_action
 from ..budget import budget as _budget
+from ..budget import budget_choices
 from ..data import CIFAR10, load_cifar10, subset
 from ..device import default_device
 from ..latent import fit_linear_action, linear_equivariance_error, match_units
 from ..models import MLP, AttentionNetwork
 from ..train import TrainConfig, TrainResult, cached_train, mirror_images, prepare_images
+from . import html_table, writable_folder
 
 __all__ = [
     "Settings", "BUDGET_SETTINGS", "settings", "NETWORKS", "PAPER_TABLE", "PARTS", "build_mlp", "train_config",
     "load_data", "train_networks", "FilterPairing", "filter_pairing", "probe_inputs", "equivariance_table",
     "end_to_end_error", "ablation", "ABLATION_VARIANTS", "parse_setting", "table_text", "ablation_text",
+    "table_html", "ablation_html",
     "load_results", "input_spectrum", "emergence", "PatchAttentionAutoencoder",
     "attention_experiment", "run", "main",
 ]
@@ -92,7 +95,7 @@ class Settings:
     """The knobs of one budget (see :data:`BUDGET_SETTINGS`).
 
     Attributes:
-        name: ``"ci"`` or ``"full"``.
+        name: ``"laptop"`` or ``"full"``.
         n_train, n_test: images used (stratified subsets when below 50,000 / 10,000).
         hidden: widths of the three hidden layers (d_1, d_2, d_3).
         epochs, batch_size, lr, weight_decay: training (Adam, or AdamW when decaying).
@@ -144,9 +147,9 @@ class Settings:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()}
 
 
-#: ``ci``: minutes on 2 CPU cores; ``full``: all 50,000 images, classifiers above 50 % test accuracy.
+#: ``laptop`` (the default): minutes on 2 CPU cores; ``full``: all 50,000 images, classifiers above 50 % test accuracy.
 BUDGET_SETTINGS: dict[str, Settings] = {
-    "ci": Settings(name="ci", n_train=4_000, n_test=2_000, hidden=(256, 128, 128), epochs=8,
+    "laptop": Settings(name="laptop", n_train=4_000, n_test=2_000, hidden=(256, 128, 128), epochs=8,
                    noise_samples=6_000, cov_samples=6_000, cov_images=1_000, ablation_n_train=1_500, ablation_epochs=5,
                    ablation_variants=("base", "default first-layer init (×10)", "strong weight decay (0.5)", "no penalty"),
                    attention_epochs=4),
@@ -163,7 +166,7 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
 
 
 def settings(budget: str | None = None, **overrides: Any) -> Settings:
-    """The :class:`Settings` of ``budget`` (default ``$EQLIB_BUDGET``, else ``"full"``), with overrides.
+    """The :class:`Settings` of ``budget`` (default ``$EQLIB_BUDGET``, else ``"laptop"``), with overrides.
 
     Raises:
         ValueError: for an override that is not a :class:`Settings` field.
@@ -178,7 +181,7 @@ def settings(budget: str | None = None, **overrides: Any) -> Settings:
 
 
 def parse_setting(assignment: str, base: Settings | None = None) -> tuple[str, Any]:
-    """``"key=value"`` → ``(key, value)`` typed like the field in ``base`` (default the ``ci`` settings):
+    """``"key=value"`` → ``(key, value)`` typed like the field in ``base`` (default the ``laptop`` settings):
     numbers, ``true``/``false``, and comma-separated tuples (``hidden=1024,512,512``,
     ``ablation_networks=tanh-autoencoder,tanh-classifier``).
 
@@ -186,7 +189,7 @@ def parse_setting(assignment: str, base: Settings | None = None) -> tuple[str, A
     """
     key, sep, text = assignment.partition("=")
     key, text = key.strip(), text.strip()
-    base = base or BUDGET_SETTINGS["ci"]
+    base = base or BUDGET_SETTINGS["laptop"]
     if not sep or not hasattr(base, key) or key == "name":
         raise ValueError(f"expected KEY=VALUE with KEY a setting, got {assignment!r}; "
                          f"settings are {list(_FIELDS[1:])}")
@@ -239,12 +242,17 @@ def train_config(task: str, s: Settings, seed: int = 0, **overrides: Any) -> Tra
     return cfg.replace(**overrides) if overrides else cfg
 
 
-def load_data(s: Settings, root: str | None = None, seed: int = 0) -> tuple[CIFAR10, CIFAR10]:
+def load_data(s: Settings, root: str | None = None, seed: int = 0,
+              download: bool | None = None) -> tuple[CIFAR10, CIFAR10]:
     """(train, test) CIFAR-10 splits, stratified subsets of ``s.n_train`` / ``s.n_test`` images.
+
+    ``download`` is passed to :func:`~eqlib.data.load_cifar10` (None: download CIFAR-10
+    when it is not found and ``$EQLIB_DATA`` is unset, unless ``EQLIB_DOWNLOAD=0``).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    tr, te = load_cifar10("train", root), load_cifar10("test", root)
+    tr = load_cifar10("train", root, download=download)
+    te = load_cifar10("test", root, download=download)
     if s.n_train < len(tr):
         tr = subset(tr, s.n_train, seed=seed)
     if s.n_test < len(te):
@@ -445,15 +453,11 @@ def table_lookup(rows: Sequence[dict], network: str, layers: int, mirror: str, p
     raise KeyError(f"no row for {network}, f_≤{layers}, {mirror}, {probe}")
 
 
-def table_text(rows: Sequence[dict], probes: Sequence[str] = PROBES) -> str:
-    """The rows of :func:`equivariance_table` as a text table: one line per network, prefix
-    and mirror, one column per probe kind, and the paper's number where it has one.
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
+def _table_rows(rows: Sequence[dict], probes: Sequence[str]) -> tuple[list[str], list[list]]:
     networks = list(dict.fromkeys(r["network"] for r in rows))
     layers = sorted({r["layers"] for r in rows})
-    lines = [f"{'network':18s} {'layers':8s} {'mirror':11s} " + " ".join(f"{p:>10s}" for p in probes) + "   paper"]
+    header = ["network", "layers", "mirror", *probes, "paper"]
+    body = []
     for name in networks:
         act, task = NETWORKS[name]
         for i in layers:
@@ -461,10 +465,46 @@ def table_text(rows: Sequence[dict], probes: Sequence[str] = PROBES) -> str:
                 vals = [table_lookup(rows, name, i, ax, p) for p in probes]
                 paper = PAPER_TABLE.get((task, i, ax), {}).get(act)
                 prefix = "∘".join(f"f{k}" for k in range(i, 0, -1))
-                lines.append(f"{name:18s} {prefix:8s} {ax:11s} "
-                             + " ".join(f"{v:10.3f}" for v in vals)
-                             + (f"   {paper:.3f}" if paper is not None else "       —"))
-    return "\n".join(lines)
+                body.append([name, prefix, ax, *(f"{v:.3f}" for v in vals),
+                             f"{paper:.3f}" if paper is not None else "—"])
+    return header, body
+
+
+def table_text(rows: Sequence[dict], probes: Sequence[str] = PROBES) -> str:
+    """The rows of :func:`equivariance_table` as a text table: one line per network, prefix
+    and mirror, one column per probe kind, and the paper's number where it has one.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    header, body = _table_rows(rows, probes)
+    widths = [18, 8, 11] + [10] * len(probes) + [7]
+    fmt = lambda r: " ".join(f"{v:{w}s}" if i < 3 else f"{v:>{w}s}"  # noqa: E731
+                             for i, (v, w) in enumerate(zip(r, widths)))
+    return "\n".join(fmt(r) for r in [header, *body])
+
+
+def table_html(rows: Sequence[dict], probes: Sequence[str] = PROBES) -> str:
+    """:func:`table_text` as an HTML table, which fits the page.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    header, body = _table_rows(rows, probes)
+    return html_table(header, body, align_right_from=3)
+
+
+_ABLATION_COLUMNS = (("f1 H", "f1_horizontal_noise", ".3f"), ("f1 V", "f1_vertical_noise", ".3f"),
+                     ("f1 H img", "f1_horizontal_images", ".3f"),
+                     ("f1 V img", "f1_vertical_images", ".3f"), ("matched", "matched_filters", ".2f"),
+                     ("end-to-end", "end_to_end", ".3f"), ("task loss", "task_loss", ".3f"))
+
+
+def _ablation_rows(rows: Sequence[dict]) -> tuple[list[str], list[list[str]], int]:
+    several = len({r.get("network") for r in rows}) > 1
+    first = ["network", "variant"] if several else ["variant"]
+    header = first + [name for name, _, _ in _ABLATION_COLUMNS]
+    body = [([r.get("network", "")] if several else []) + [r["variant"]]
+            + [format(r[key], spec) for _, key, spec in _ABLATION_COLUMNS] for r in rows]
+    return header, body, len(first)
 
 
 def ablation_text(rows: Sequence[dict]) -> str:
@@ -473,17 +513,20 @@ def ablation_text(rows: Sequence[dict]) -> str:
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    several = len({r.get("network") for r in rows}) > 1
-    head = (f"{'network':18s} " if several else "") + (
-        f"{'variant':34s} {'f1 H':>7s} {'f1 V':>7s} {'f1 H img':>9s} {'f1 V img':>9s} {'matched':>8s} "
-        f"{'end-to-end':>10s} {'task loss':>9s}")
-    lines = [head]
-    for r in rows:
-        lines.append((f"{r.get('network', ''):18s} " if several else "")
-                     + f"{r['variant']:34s} {r['f1_horizontal_noise']:7.3f} {r['f1_vertical_noise']:7.3f} "
-                       f"{r['f1_horizontal_images']:9.3f} {r['f1_vertical_images']:9.3f} "
-                       f"{r['matched_filters']:8.2f} {r['end_to_end']:10.3f} {r['task_loss']:9.3f}")
-    return "\n".join(lines)
+    header, body, n_text = _ablation_rows(rows)
+    widths = ([18, 34] if n_text == 2 else [34]) + [7, 7, 9, 9, 8, 10, 9]
+    fmt = lambda r: " ".join(f"{v:{w}s}" if i < n_text else f"{v:>{w}s}"  # noqa: E731
+                             for i, (v, w) in enumerate(zip(r, widths)))
+    return "\n".join(fmt(r) for r in [header, *body])
+
+
+def ablation_html(rows: Sequence[dict]) -> str:
+    """:func:`ablation_text` as an HTML table, which fits the page.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    header, body, n_text = _ablation_rows(rows)
+    return html_table(header, body, align_right_from=n_text)
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
@@ -728,11 +771,14 @@ def _accuracy(result: TrainResult) -> float | None:
 def run(budget: str | None = None, device: str | None = None, out: str | Path | None = None, seed: int = 0,
         root: str | None = None, progress: bool = True, parts: Sequence[str] = PARTS,
         overrides: Mapping[str, Any] | None = None,
-        on_ablation_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        on_ablation_row: Callable[[dict[str, Any]], None] | None = None,
+        download: bool | None = None) -> dict[str, Any]:
     """Run the whole experiment; return every number (and write figures + JSON to ``out``).
 
     ``overrides`` change :class:`Settings` fields of the budget (recorded in the JSON).
     Only ``parts`` are run; the four networks are always trained (or loaded from the cache).
+    ``out`` is checked to be a writable folder before any work (ValueError otherwise);
+    ``download`` is passed to :func:`load_data`.
 
     Returns:
         JSON-serialisable dict: ``settings``, ``networks`` (test accuracy / loss,
@@ -753,7 +799,9 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
     if unknown_parts:
         raise ValueError(f"unknown parts {sorted(unknown_parts)}; choose from {list(PARTS)}")
     s = settings(budget, **dict(overrides or {}))
-    tr, te = load_data(s, root, seed=seed)
+    if out is not None:
+        out = writable_folder(out)
+    tr, te = load_data(s, root, seed=seed, download=download)
     timings = {"data": time.perf_counter() - t_start}
 
     @contextmanager
@@ -815,8 +863,6 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
     summary["seconds"] = time.perf_counter() - t_start
     summary["part_seconds"] = timings
     if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
         import matplotlib.pyplot as plt
         for key, fig in figures.items():
             fig.savefig(out / f"cifar_mlp_{s.name}_{key}.png", dpi=110, bbox_inches="tight")
@@ -826,12 +872,12 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Command line: ``python -m eqlib.experiments.cifar_mlp --budget ci --out results/``."""
+    """Command line: ``python -m eqlib.experiments.cifar_mlp --budget laptop --out results/``."""
     p = argparse.ArgumentParser(prog="python -m eqlib.experiments.cifar_mlp",
                                 description="The CIFAR-10 MLP experiment of [SMBK26]: filters, linear-equivariance "
                                             "table, ablation, emergence, attention heads.")
-    p.add_argument("--budget", choices=sorted(BUDGET_SETTINGS), default=None,
-                   help="compute budget (default $EQLIB_BUDGET, else full)")
+    p.add_argument("--budget", choices=budget_choices(), default=None,
+                   help="compute budget (default $EQLIB_BUDGET, else laptop)")
     p.add_argument("--device", default=None, help="cpu or cuda (default $EQLIB_DEVICE, else cuda when available)")
     p.add_argument("--out", default="results", help="folder for the PNG figures and the JSON of numbers")
     p.add_argument("--seed", type=int, default=0)
@@ -840,8 +886,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a setting of the budget, e.g. --set epochs=40 --set ablation_n_train=50000 "
                         "--set ablation_networks=tanh-autoencoder,tanh-classifier (repeatable)")
+    p.add_argument("--no-download", action="store_true",
+                   help="never download CIFAR-10 (default: download it into the cache when it "
+                        "is not found and $EQLIB_DATA is unset)")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
+    try:  # before any work: a bad --out must not fail after the training
+        writable_folder(args.out)
+    except ValueError as exc:
+        p.error(str(exc))
     parts = tuple(x.strip() for x in args.parts.split(",") if x.strip())
     if set(parts) - set(PARTS):
         p.error(f"unknown parts {sorted(set(parts) - set(PARTS))}; choose from {','.join(PARTS)}")
@@ -854,7 +907,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         print("ablation:", json.dumps({k: v for k, v in row.items() if k != "changes"}, default=float), flush=True)
 
     summary = run(args.budget, args.device, args.out, args.seed, args.data, not args.no_progress, parts,
-                  overrides=overrides, on_ablation_row=print_row)
+                  overrides=overrides, on_ablation_row=print_row,
+                  download=False if args.no_download else None)
     print(json.dumps({k: summary[k] for k in ("networks", "seconds", "part_seconds")}, indent=1, default=float))
     print(f"wrote {Path(args.out) / ('cifar_mlp_' + summary['settings']['name'] + '.json')}")
     return summary

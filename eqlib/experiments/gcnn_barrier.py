@@ -21,7 +21,7 @@ assignment has ties.
 
 CLI::
 
-    python -m eqlib.experiments.gcnn_barrier --budget ci --device cpu --out results/
+    python -m eqlib.experiments.gcnn_barrier --budget laptop --device cpu --out results/
 
 Chapter: *ReLU CNNs and GCNNs* (book/part3/09_relu_cnns_gcnns).
 """
@@ -41,16 +41,18 @@ import torch
 from torch import nn
 
 from ..budget import budget as select_budget
+from ..budget import budget_choices
 from ..device import default_device
 from ..io import atomic_write, cache_dir, config_hash
 from ..matching import (apply_permutation, interpolate, involution_distance, match_activations, repair,
                         reset_bn)
 from ..models.cnn import VGG, MirrorGCNN, flip_filters, mirror_invariance_error
 from ..train import TrainConfig, cached_train, evaluate_accuracy, prepare_images
+from . import html_table, writable_folder
 
 __all__ = ["VARIANTS", "BarrierBudget", "BUDGETS", "MergeData", "load_merge_data", "build_network",
            "train_config", "train_networks", "gcnn_barrier", "merge_barrier", "interpolation_curve",
-           "summarize", "run_experiment", "main"]
+           "summarize", "summary_table", "summary_table_html", "run_experiment", "main"]
 
 #: The training variants (plain, mirror augmentation, augmentation + invariance loss, mirror-GCNN).
 VARIANTS = ("plain", "mirror", "invariance", "gcnn")
@@ -98,10 +100,10 @@ class BarrierBudget:
     alphas: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
-#: ``ci``: a narrow VGG on a CIFAR-10 subset, minutes on 2 CPU cores; ``full``: VGG11 (REPAIR's recipe, without
+#: ``laptop`` (the default): a narrow VGG on a CIFAR-10 subset, minutes on 2 CPU cores; ``full``: VGG11 (REPAIR's recipe, without
 #: the translation augmentation) on the full training set, made for a GPU.
 BUDGETS: dict[str, BarrierBudget] = {
-    "ci": BarrierBudget(),
+    "laptop": BarrierBudget(),
     "full": BarrierBudget(config=(64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
                           widths=(1.0, 0.5), extra_variants=VARIANTS, networks=4, n_train=50000, n_match=5000,
                           n_test=10000, epochs=30, batch_size=500, lr=0.08, optimizer="sgd", momentum=0.9,
@@ -134,8 +136,11 @@ class MergeData:
         return cls(torch.cat([x, x.flip(-1)]), test_images, test_labels)
 
 
-def load_merge_data(b: BarrierBudget, root: str | None = None):
+def load_merge_data(b: BarrierBudget, root: str | None = None, download: bool | None = None):
     """The training subset (images, labels) and :class:`MergeData` for budget ``b``.
+
+    ``download`` is passed to :func:`~eqlib.data.load_cifar10` (None: download CIFAR-10
+    when it is not found and ``$EQLIB_DATA`` is unset, unless ``EQLIB_DOWNLOAD=0``).
 
     The matching images are drawn from the training split but disjoint from the
     training subset is not required (BN statistics are estimated on training data).
@@ -144,7 +149,8 @@ def load_merge_data(b: BarrierBudget, root: str | None = None):
     """
     from ..data import load_cifar10, subset
 
-    train_set, test_set = load_cifar10("train", root), load_cifar10("test", root)
+    train_set = load_cifar10("train", root, download=download)
+    test_set = load_cifar10("test", root, download=download)
     tr = subset(train_set, b.n_train, seed=0) if b.n_train < len(train_set) else train_set
     te = subset(test_set, b.n_test, seed=0) if b.n_test < len(test_set) else test_set
     match = subset(train_set, b.n_match, seed=1)
@@ -347,7 +353,7 @@ def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_
     """Train every variant, measure every self-flip and two-network barrier, and summarise.
 
     Args:
-        budget: ``"ci"``, ``"full"``, a :class:`BarrierBudget`, or None for ``$EQLIB_BUDGET``.
+        budget: ``"laptop"``, ``"full"``, a :class:`BarrierBudget`, or None for ``$EQLIB_BUDGET``.
         device: training and evaluation device.
         data_root: CIFAR-10 location (default ``$EQLIB_DATA``).
         progress: progress bars while training.
@@ -428,6 +434,46 @@ def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_
     return results
 
 
+_KINDS = ("barrier", "barrier_reset", "barrier_repair")
+
+
+def summary_table(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The main table of :func:`run_experiment`'s results: one row per "variant@width" with
+    test accuracy, GCNN and two-network barriers (interpolated statistics / BN reset /
+    REPAIR, mean ± std in ppt), the matched permutations' distance from an involution and
+    the invariance error of the network and of its self-flip midpoint.
+
+    Returns:
+        ``(header, rows)`` of strings; :func:`summary_table_html` renders them.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    def fmt(s):
+        return f"{s['mean']:.1f} ± {s['std']:.1f}"
+
+    header = ["variant @ width", "test acc. (%)", "GCNN barrier: interp. / BN reset / REPAIR",
+              "two-network: interp. / BN reset / REPAIR", "π distance from involution",
+              "invariance error θ → midpoint"]
+    rows = []
+    for key, cell in results["cells"].items():
+        s = cell["summary"]
+        sf, tn = s["self_flip"], s.get("two_network")
+        rows.append([key, fmt(sf["acc_a"]), " / ".join(fmt(sf[k]) for k in _KINDS),
+                     " / ".join(fmt(tn[k]) for k in _KINDS) if tn else "–",
+                     f"{sf['involution_distance_mean']['mean']:.3f}",
+                     f"{sf['invariance_a']['mean']:.3f} → {sf['invariance_mid_reset']['mean']:.1e}"])
+    return header, rows
+
+
+def summary_table_html(results: dict[str, Any]) -> str:
+    """:func:`summary_table` as an HTML ``<table>`` (display it with ``IPython.display.HTML``).
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    header, rows = summary_table(results)
+    return html_table(header, rows)
+
+
 def _figures(results: dict[str, Any], networks, out: Path) -> list[str]:
     from ..plots.merging import barrier_table_figure, interpolation_figure
 
@@ -451,24 +497,29 @@ def _figures(results: dict[str, Any], networks, out: Path) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """CLI: ``python -m eqlib.experiments.gcnn_barrier --budget ci|full --device cpu|cuda --out results/``.
+    """CLI: ``python -m eqlib.experiments.gcnn_barrier --budget laptop|full --device cpu|cuda --out results/``.
 
     Writes ``gcnn_barrier_<budget>.json`` (every number) and PNG figures into ``--out``.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
     parser = argparse.ArgumentParser(prog="python -m eqlib.experiments.gcnn_barrier", description=__doc__.split("\n")[0])
-    parser.add_argument("--budget", choices=sorted(BUDGETS), default=None, help="default: $EQLIB_BUDGET or full")
+    parser.add_argument("--budget", choices=budget_choices(), default=None, help="default: $EQLIB_BUDGET or laptop")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: $EQLIB_DEVICE or cuda when available)")
     parser.add_argument("--out", default="results", help="output folder")
     parser.add_argument("--data", default=None, help="CIFAR-10 location (default: $EQLIB_DATA)")
+    parser.add_argument("--no-download", action="store_true",
+                        help="never download CIFAR-10 (default: download it into the cache "
+                             "when it is not found and $EQLIB_DATA is unset)")
     parser.add_argument("--progress", action="store_true", help="show training progress bars")
     args = parser.parse_args(argv)
     name = select_budget(args.budget)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out = writable_folder(args.out)
+    except ValueError as exc:
+        parser.error(str(exc))
     b = BUDGETS[name]
-    data = load_merge_data(b, args.data)
+    data = load_merge_data(b, args.data, download=False if args.no_download else None)
     networks = train_networks(b, data[0], device=default_device(args.device), progress=args.progress)
     results = run_experiment(b, device=args.device, networks=networks, data=data)
     results["budget_name"] = name

@@ -62,8 +62,10 @@ def image_grid(images: torch.Tensor, titles: Sequence[str] | None = None, ncols:
     n = images.shape[0]
     ncols = ncols or n
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(scale * ncols, scale * nrows + (0.4 if suptitle else 0)),
-                             squeeze=False)
+    # Room for each row's titles and the suptitle; constrained layout keeps them apart.
+    row_height = scale + (0.3 if titles is not None else 0.0)
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
+                             figsize=(scale * ncols, row_height * nrows + (0.4 if suptitle else 0)))
     for i, ax in enumerate(axes.flat):
         ax.axis("off")
         if i < n:
@@ -72,7 +74,6 @@ def image_grid(images: torch.Tensor, titles: Sequence[str] | None = None, ncols:
                 ax.set_title(titles[i], fontsize=9)
     if suptitle:
         fig.suptitle(suptitle)
-    fig.tight_layout()
     return fig
 
 

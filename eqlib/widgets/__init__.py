@@ -22,7 +22,12 @@ __all__ = ["interactive_figure"]  # frames_player is documented in eqlib.widgets
 
 
 def interactive_figure(draw: Callable[..., Any], controls: dict[str, Any], **defaults: Any):
-    """Show ``draw(**defaults)`` as a static figure, then live controls that redraw it.
+    """Show ``draw(**defaults)`` with live controls that redraw that same figure in place.
+
+    One output holds the figure and the controls: in JupyterLab (or Colab) the figure is
+    an image widget above the controls, replaced when a control moves; renderers
+    without widgets (and the static book, from the saved widget state) show the figure
+    of the default state.
 
     Args:
         draw: makes and returns a matplotlib figure from keyword arguments.
@@ -34,29 +39,42 @@ def interactive_figure(draw: Callable[..., Any], controls: dict[str, Any], **def
 
     Chapter: *Groups and actions*.
     """
+    import base64
+
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
     from IPython.display import display
 
     fig = draw(**defaults)
-    display(fig)  # the static state, kept in the rendered page
+    png = _png(fig)
     plt.close(fig)
 
-    first_call = [True]
+    # ``interactive`` only turns abbreviations into controls here; redrawing is ours.
+    made = widgets.interactive(lambda **kwargs: None, **controls).kwargs_widgets
+    for w in made:
+        if w._kwarg in defaults:
+            w.value = defaults[w._kwarg]
+    image = widgets.Image(value=png, format="png")
 
-    def redraw(**kwargs):
-        # ``interactive`` calls this once at creation with the defaults: that figure is
-        # already shown above, so skip it (the page would show it twice).
-        if first_call[0]:
-            first_call[0] = False
-            return
-        f = draw(**kwargs)
-        display(f)
+    def redraw(change=None) -> None:
+        f = draw(**{**defaults, **{w._kwarg: w.value for w in made}})
+        image.value = _png(f)
         plt.close(f)
 
-    for name, control in controls.items():
-        if isinstance(control, widgets.ValueWidget) and name in defaults:
-            control.value = defaults[name]
-    ui = widgets.interactive(redraw, **controls)
-    display(widgets.VBox([widgets.HTML("<b>Live controls</b> (they need a running kernel)"), ui]))
+    for w in made:
+        w.observe(redraw, names="value")
+    box = widgets.VBox([image, widgets.HTML("<b>Live controls</b> (they need a running kernel)"),
+                        *made])
+    bundle = dict(box._repr_mimebundle_())
+    bundle["image/png"] = base64.b64encode(png).decode()
+    display(bundle, raw=True)
     return fig
+
+
+def _png(fig) -> bytes:
+    """The figure as PNG bytes, as the inline backend draws it (tight box)."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    return buf.getvalue()

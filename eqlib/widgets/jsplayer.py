@@ -2,7 +2,8 @@
 
 An ipywidgets callback needs a running kernel; in the static book its slider moves and
 the figure does not. For the explorations that matter most, precompute the frames and
-let :func:`frames_player` show them with a slider and ⏮ ◀ ▶ ⏭ buttons. Everything is
+let :func:`frames_player` show them with a slider and first/previous/next/last buttons
+(inline SVG icons, so they render whatever the fonts). Everything is
 embedded in the page (PNG frames as base64, a few lines of JavaScript, no libraries),
 so it works offline, in JupyterLab, in the built HTML and on GitHub's viewer alike.
 
@@ -30,6 +31,20 @@ from typing import Any
 __all__ = ["frames_player", "frame_to_png", "player_html"]
 
 _counter = itertools.count()
+
+
+def _svg(path: str) -> str:
+    return ('<svg width="12" height="12" viewBox="0 0 12 12" aria-hidden="true" '
+            f'style="vertical-align:middle"><path d="{path}" fill="currentColor"/></svg>')
+
+
+#: Button icons as inline SVG: glyphs such as U+23EE are missing from many fonts.
+_ICONS = {
+    "first": _svg("M1 1h2v10H1z M11 1v10L4 6z"),
+    "prev": _svg("M10 1v10L2 6z"),
+    "next": _svg("M2 1v10l8-5z"),
+    "last": _svg("M9 1h2v10H9z M1 1v10l7-5z"),
+}
 
 
 def frame_to_png(frame: Any, dpi: int = 80) -> bytes:
@@ -104,12 +119,12 @@ def player_html(pngs: Sequence[bytes], labels: Sequence[str], title: str = "", s
     return f"""<div class="eqlib-player" id="{uid}" data-frames="{n}">
 {head}<img class="eqlib-player-img" alt="{html.escape(labels[start])}" src="{srcs[start]}"{style}>
 <div class="eqlib-player-controls" style="display:flex;align-items:center;gap:0.4em;flex-wrap:wrap">
-<button type="button" data-step="first" title="first frame">&#x23EE;</button>
-<button type="button" data-step="-1" title="previous frame">&#x25C0;</button>
+<button type="button" data-step="first" title="first frame" aria-label="first frame">{_ICONS["first"]}</button>
+<button type="button" data-step="-1" title="previous frame" aria-label="previous frame">{_ICONS["prev"]}</button>
 <input type="range" class="eqlib-player-slider" min="0" max="{n - 1}" step="1" value="{start}"
  aria-label="frame" style="flex:1;min-width:8em">
-<button type="button" data-step="+1" title="next frame">&#x25B6;</button>
-<button type="button" data-step="last" title="last frame">&#x23ED;</button>
+<button type="button" data-step="+1" title="next frame" aria-label="next frame">{_ICONS["next"]}</button>
+<button type="button" data-step="last" title="last frame" aria-label="last frame">{_ICONS["last"]}</button>
 <span class="eqlib-player-label">{html.escape(labels[start])}</span>
 </div>
 <script type="text/javascript">

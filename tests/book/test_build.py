@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from booktools import chapter_pages, toc_pages
+from booktools import REPO, chapter_pages, toc_pages
 
 pytestmark = pytest.mark.book
 
@@ -48,3 +48,27 @@ def test_page(built_book, page):
     if page in chapter_pages():
         n_img = len(re.findall(r"<img\b", main))
         assert n_img > 0, f"{page}: a chapter without a figure (no <img> in the page)"
+
+
+EXPERIMENTS = {"book/part3/09_relu_cnns_gcnns": 1, "book/part3/10_cifar_mlp": 4}
+
+
+@pytest.mark.parametrize("page", sorted(EXPERIMENTS))
+def test_experiment_pages_show_html_tables_and_their_budget(built_book, page):
+    html = (built_book / f"{page}.html").read_text(encoding="utf-8")
+    text = _visible_text(html)
+    tables = len(re.findall(r'<table class="eqlib-table"', html))
+    assert tables >= EXPERIMENTS[page], f"{page}: {tables} HTML result tables"
+    assert not re.search(r"^\s*\|[^\n]*\|\s*$", text, re.M), f"{page}: a raw '| … |' table"
+    budget = re.search(r"This page was computed at the\s+(?:<[^>]+>\s*)*(\w+)", _main(html))
+    assert budget and budget.group(1) in ("laptop", "full"), f"{page}: does not say its budget"
+    recorded = (REPO / "book/part3/recorded/gcnn_barrier_full.json").is_file()
+    if page.endswith("09_relu_cnns_gcnns"):
+        assert ("No published-scale run has been recorded yet" in text) != recorded
+
+
+def test_player_buttons_need_no_special_glyphs(built_book):
+    for page in chapter_pages():
+        html = (built_book / f"{page}.html").read_text(encoding="utf-8")
+        for glyph in ("\u23ee", "\u23ed", "&#x23EE;", "&#x23ED;"):
+            assert glyph not in html, f"{page}: player button glyph {glyph!r} (missing in many fonts)"

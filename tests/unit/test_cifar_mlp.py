@@ -23,7 +23,7 @@ def _fake(n, seed=0, split="train"):
                    torch.arange(n) % 10, split=split)
 
 
-TINY = dataclasses.replace(E.BUDGET_SETTINGS["ci"], n_train=64, n_test=40, hidden=(12, 8, 8), epochs=2,
+TINY = dataclasses.replace(E.BUDGET_SETTINGS["laptop"], n_train=64, n_test=40, hidden=(12, 8, 8), epochs=2,
                            batch_size=32, noise_samples=200, cov_images=50, ablation_n_train=48, ablation_epochs=2,
                            attention_epochs=1, attention_heads=2, attention_patch=8)
 
@@ -153,16 +153,21 @@ def test_training_ablation_emergence_and_attention_on_tiny_data():
 
 
 def test_settings_and_cli_parser(monkeypatch):
+    monkeypatch.delenv("EQLIB_BUDGET", raising=False)
+    assert E.settings().name == "laptop"  # the default fits a laptop
+    monkeypatch.setenv("EQLIB_BUDGET", "full")
+    assert E.settings().name == "full"
     monkeypatch.setenv("EQLIB_BUDGET", "ci")
-    assert E.settings().name == "ci"
+    with pytest.warns(DeprecationWarning, match="laptop"):
+        assert E.settings().name == "laptop"  # the old name, still accepted
     assert E.settings("full").n_train == 50_000
-    assert E.settings("ci", epochs=3).epochs == 3
+    assert E.settings("laptop", epochs=3).epochs == 3
     with pytest.raises(ValueError):
         E.settings("huge")
     with pytest.raises(SystemExit):
         E.main(["--budget", "huge"])
     with pytest.raises(ValueError, match="unknown settings"):
-        E.settings("ci", epoch=3)
+        E.settings("laptop", epoch=3)
     # --set KEY=VALUE, typed like the field
     assert E.parse_setting("epochs=40") == ("epochs", 40)
     assert E.parse_setting("hidden=1024,512,512") == ("hidden", (1024, 512, 512))
@@ -174,8 +179,22 @@ def test_settings_and_cli_parser(monkeypatch):
         with pytest.raises(ValueError):
             E.parse_setting(bad)
     with pytest.raises(SystemExit):
-        E.main(["--budget", "ci", "--set", "epochs=many"])
+        E.main(["--budget", "laptop", "--set", "epochs=many"])
     assert set(E.BUDGET_SETTINGS["full"].ablation_variants) <= set(E.ABLATION_VARIANTS)
+
+
+def test_cli_checks_out_is_writable_before_any_work(monkeypatch, tmp_path, capsys):
+    """A bad --out fails at once, before the data is loaded (not after the training)."""
+    def no_work(*args, **kwargs):
+        raise AssertionError("work started before --out was checked")
+    monkeypatch.setattr(E, "load_data", no_work)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(SystemExit):
+        E.main(["--out", str(blocker / "results"), "--device", "cpu"])
+    assert "--out" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="not a writable folder"):
+        E.run("laptop", out=blocker / "results")
 
 
 RECORDED = Path(__file__).resolve().parents[2] / "book" / "part3" / "recorded"

@@ -73,7 +73,7 @@ def test_summary_orders_and_spreads():
 
 
 def test_variants_and_errors():
-    b = gb.BUDGETS["ci"]
+    b = gb.BUDGETS["laptop"]
     assert gb.train_config("invariance", 0, b).penalty == "invariance"
     assert gb.train_config("mirror", 0, b).augment_mirror and not gb.train_config("plain", 0, b).augment_mirror
     assert isinstance(gb.build_network("gcnn", 1.0, 0, b), MirrorGCNN)
@@ -81,3 +81,29 @@ def test_variants_and_errors():
         gb.build_network("resnet", 1.0, 0, b)
     with pytest.raises(SystemExit):
         gb.main(["--budget", "huge"])
+
+
+def test_cli_checks_out_is_writable_before_any_work(monkeypatch, tmp_path, capsys):
+    def no_work(*args, **kwargs):
+        raise AssertionError("work started before --out was checked")
+    monkeypatch.setattr(gb, "load_merge_data", no_work)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(SystemExit):
+        gb.main(["--out", str(blocker / "results"), "--device", "cpu"])
+    assert "--out" in capsys.readouterr().err
+
+
+def test_summary_table_is_an_html_table():
+    sf = [{"barrier": b, "barrier_reset": b / 2, "barrier_repair": b / 4, "acc_a": 50.0, "acc_mid_reset": 49.0,
+           "involution_distance_mean": 0.0, "invariance_a": 0.3, "invariance_mid_reset": 1e-4}
+          for b in (1.0, 2.0)]
+    results = {"cells": {"plain@1": {"summary": gb.summarize(sf, [])}}}
+    header, rows = gb.summary_table(results)
+    assert len(rows) == 1 and len(rows[0]) == len(header) and rows[0][0] == "plain@1"
+    assert rows[0][2] == "1.5 ± 0.7 / 0.8 ± 0.4 / 0.4 ± 0.2"  # sample std
+    html = gb.summary_table_html(results)
+    assert html.startswith("<table") and html.count("<tr>") == 2 and "|" not in html
+    with pytest.raises(ValueError, match="cells"):
+        from eqlib.experiments import html_table
+        html_table(["a", "b"], [["only one"]])

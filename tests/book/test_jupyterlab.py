@@ -1,0 +1,189 @@
+"""A student's view: chapter 2 in a real JupyterLab (with jupyterlab-myst) in headless Chromium.
+
+A JupyterLab server on 127.0.0.1 (a free port, a random token) serves a copy of the chapter;
+Chromium opens it, runs every cell, and the test asserts what a student must see: MyST
+markup rendered (no raw ``{prf:``, ``{term}`` or ``:label:``), no math errors, no error
+outputs, solutions folded away, and a widget that redraws its figure in place.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from booktools import REPO
+from pagecheck import CHROMIUM
+
+pytestmark = pytest.mark.book
+
+CHAPTER = REPO / "book" / "part1" / "02_groups_and_actions.ipynb"
+RAW_MARKUP = ("{prf:", "{term}", ":label:", "{exercise}", "{solution}", "{cite")
+
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"needs Debian's chromium at {CHROMIUM} (apt-get install chromium)",
+                allow_module_level=True)
+for _module in ("jupyterlab", "jupyterlab_myst"):
+    pytest.importorskip(_module, reason=f"{_module} is not installed (pip install -r requirements.txt)")
+sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on 127.0.0.1 serving a copy of the chapter; yields (url, token)."""
+    root = tmp_path_factory.mktemp("lab")
+    shutil.copy(CHAPTER, root / CHAPTER.name)
+    settings = root / ".settings"
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    # every cell in the DOM (no virtual scrolling), so the whole chapter can be checked
+    tracker.write_text(json.dumps({"windowingMode": "none"}))
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(settings),
+           "JUPYTER_RUNTIME_DIR": str(root / ".runtime"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    log = open(root / "lab.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+         f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+         "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+        + (["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.5)
+        else:
+            pytest.fail("JupyterLab did not start in 60 s:\n" + (root / "lab.log").read_text()[-3000:])
+        if proc.poll() is not None:
+            pytest.fail("JupyterLab exited:\n" + (root / "lab.log").read_text()[-3000:])
+        yield url, token
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+_RUN_ALL = """
+async () => {
+  const app = window.jupyterapp;
+  const panel = app.shell.currentWidget;
+  await panel.context.ready;
+  await panel.sessionContext.ready;
+  await app.commands.execute("notebook:run-all-cells");
+}
+"""
+
+_DONE = """
+() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const cells = Array.from(panel.content.model.cells).filter(c => c.type === "code");
+  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  return kernel && kernel.status === "idle"
+      && cells.every(c => c.executionCount !== null && !c.sharedModel.getMetadata("busy"))
+      && cells.length > 0;
+}
+"""
+
+_FACTS = """
+() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const model = panel.content.model;
+  const cells = Array.from(model.cells);
+  const errors = cells.filter(c => c.type === "code")
+      .flatMap(c => c.outputs.toJSON().filter(o => o.output_type === "error")
+                     .map(o => `${o.ename}: ${o.evalue}`));
+  const rendered = Array.from(panel.node.querySelectorAll(".jp-MarkdownCell .jp-RenderedMarkdown, .jp-MarkdownCell .myst"));
+  const text = rendered.map(e => e.innerText).join("\\n");
+  // MathJax (outputs) and jupyterlab-myst's KaTeX (markdown: red or yellow warning spans)
+  const mathErrors = Array.from(panel.node.querySelectorAll(
+      "mjx-merror, .katex-error, [data-mjx-error], .jp-MarkdownCell .text-red-500, "
+      + ".jp-MarkdownCell .text-yellow-600"))
+      .map(e => (e.getAttribute("data-mjx-error") || e.getAttribute("title") || e.textContent).slice(0, 120));
+  const math = panel.node.querySelectorAll(".jp-MarkdownCell .katex, .jp-MarkdownCell mjx-container").length;
+  const solutions = Array.from(panel.node.querySelectorAll("details"))
+      .filter(d => /solution/i.test(d.innerText.split("\\n")[0] || ""));
+  return {errors, text, mathErrors, math,
+          solutions: solutions.length, openSolutions: solutions.filter(d => d.open).length,
+          codeCells: cells.filter(c => c.type === "code").length,
+          executed: cells.filter(c => c.type === "code" && c.executionCount !== null).length};
+}
+"""
+
+
+def test_chapter_runs_and_renders_in_jupyterlab(lab):
+    url, token = lab
+    start = time.time()
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                     args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.route("**/*", lambda route: route.continue_()
+                   if route.request.url.startswith(url) or route.request.url.startswith("data:")
+                   else route.abort("blockedbyclient"))
+        page.goto(f"{url}/lab/tree/{CHAPTER.name}?token={token}")
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                               " && window.jupyterapp.shell.currentWidget.content"
+                               " && window.jupyterapp.shell.currentWidget.content.model",
+                               timeout=60_000)
+        page.evaluate(_RUN_ALL)
+        page.wait_for_function(_DONE, timeout=150_000, polling=1000)
+        page.wait_for_timeout(1500)  # let the last outputs and widgets render
+        facts = page.evaluate(_FACTS)
+        shot = os.environ.get("EQLIB_LAB_SCREENSHOT")
+        if shot:  # for a look at what the student sees
+            page.screenshot(path=shot, full_page=True)
+        print({k: v for k, v in facts.items() if k != "text"})
+
+        assert facts["executed"] == facts["codeCells"], facts
+        assert not facts["errors"], f"error outputs: {facts['errors']}"
+        raw = [m for m in RAW_MARKUP if m in facts["text"]]
+        assert not raw, f"raw MyST markup shown to the student: {raw}"
+        assert facts["math"] > 10, f"math not typeset in markdown cells ({facts['math']})"
+        assert not facts["mathErrors"], f"math errors (undefined macros?): {facts['mathErrors']}"
+        assert facts["solutions"] >= 1 and facts["openSolutions"] == 0, \
+            f"solutions must be folded away: {facts['solutions']} found, {facts['openSolutions']} open"
+
+        # the widget: moving a control redraws its figure in the same place
+        widget = page.locator(".jp-OutputArea-output .widget-vbox").filter(
+            has=page.locator("img")).first
+        widget.scroll_into_view_if_needed()
+        area = widget.locator("xpath=ancestor::div[contains(@class,'jp-OutputArea')][1]")
+        outputs_before = area.locator(".jp-OutputArea-child").count()
+        img = widget.locator("img").first
+        src_before = img.get_attribute("src")
+        box = img.bounding_box()
+        widget.locator("select").first.select_option(index=0)  # element "e" instead of "r"
+        page.wait_for_function("([el, old]) => el.getAttribute('src') !== old",
+                               arg=[img.element_handle(), src_before], timeout=30_000)
+        assert area.locator(".jp-OutputArea-child").count() == outputs_before, \
+            "the control added an output instead of redrawing in place"
+        after = img.bounding_box()
+        assert abs(after["y"] - box["y"]) < 2, "the figure moved: it was not redrawn in place"
+        browser.close()
+    print(f"JupyterLab test: {time.time() - start:.0f} s")
