@@ -8,7 +8,7 @@ hidden tests that re-run the check with the checker loaded fresh from the instal
 
 Command line (the README's *Teach with it*)::
 
-    python -m eqlib.assignments setup course/ --chapters 02 05   # nbgrader course folder
+    python -m eqlib.assignments setup course/ --chapters 02 06   # nbgrader course folder
     python -m eqlib.assignments release course/                   # course/release/<assignment>/
     python -m eqlib.assignments grade submissions/ --course course/ --csv scores.csv
 
@@ -504,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     st = sub.add_parser("setup", help="create an nbgrader course folder from chosen chapters")
     st.add_argument("course", help="the course folder to create (e.g. course/)")
-    st.add_argument("--chapters", nargs="+", required=True, help="chapter numbers, e.g. 02 05")
+    st.add_argument("--chapters", nargs="+", required=True, help="chapter numbers, e.g. 02 06")
     st.add_argument("--assignment", default=ASSIGNMENT)
     rel = sub.add_parser("release", help="nbgrader generate_assignment: the student notebooks")
     rel.add_argument("course")

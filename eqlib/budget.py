@@ -4,7 +4,7 @@
 published scale, meant for a GPU, and is only used when asked for (``EQLIB_BUDGET=full``
 or ``--budget full``). ``ci`` is accepted as a deprecated name of ``laptop``.
 
-Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ tampered file cannot run code. Decoded images are cached as uint8 arrays under
 and written atomically.
 
 Chapters: *Groups and actions* (book/part1/02_groups_and_actions) and *Reproducing the
-CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
 from __future__ import annotations
 
@@ -741,7 +741,7 @@ def load_cifar10(
         UnsafePickleError: for a batch file that tries to load anything but arrays.
 
     Chapters: *Groups and actions* (book/part1/02_groups_and_actions);
-    *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+    *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
     if split not in _SPLITS:
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")

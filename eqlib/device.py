@@ -1,6 +1,6 @@
 """Device selection: CUDA when present, else CPU; the ``EQLIB_DEVICE`` variable overrides.
 
-Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
 from __future__ import annotations
 

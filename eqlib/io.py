@@ -9,7 +9,7 @@ archive (so ``torch.load`` still reads it) and :func:`load_torch` verifies it be
 ``torch.load(..., weights_only=True)``: a damaged checkpoint is reported, never loaded
 silently wrong.
 
-Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
 from __future__ import annotations
 

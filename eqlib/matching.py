@@ -12,7 +12,7 @@ Images given to this module are float tensors (N, 3, H, W), already normalised
 (``eqlib.train.prepare_images``); they are cut into batches and moved to the model's
 device batch by batch.
 
-Chapter: *ReLU CNNs and GCNNs* (book/part3/09_relu_cnns_gcnns).
+Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
 """
 from __future__ import annotations
 

@@ -303,7 +303,7 @@ class Reduction:
     def class_sizes(self, i: int) -> Tensor:
         """(d̃_i,) long: the number of units of V_i in each live class (1 = no clones).
 
-        Chapter: *The main theorem* (book/part2/05_main_theorem): a lifted action lies in
+        Chapter: *The main theorem* (book/part2/06_main_theorem): a lifted action lies in
         K_i exactly when it fixes every class of size > 1.
         """
         return (self.alpha[i] != 0).sum(0)

@@ -420,7 +420,7 @@ class AttentionSymmetry:
         A: (H, d_k, d_k) invertible matrices.
         B: (H, d_v, d_v) invertible matrices.
 
-    Chapter: *Parameter symmetries*; *Attention* (book/part2/07_attention).
+    Chapter: *Parameter symmetries*; *Attention* (book/part2/08_attention).
     """
 
     perm: Tensor
@@ -488,7 +488,7 @@ def apply_attention_symmetry(layer_or_network: MultiHeadAttention | AttentionNet
         layer_or_network: a MultiHeadAttention layer, or an AttentionNetwork.
         element: one AttentionSymmetry for a layer; one per layer for a network.
 
-    Chapter: *Parameter symmetries*; *Attention* (book/part2/07_attention).
+    Chapter: *Parameter symmetries*; *Attention* (book/part2/08_attention).
     """
     new = copy.deepcopy(layer_or_network)
     if isinstance(new, MultiHeadAttention):

@@ -16,7 +16,7 @@ The mirror penalties (THEORY.md §6, scaled as a *mean* over coordinates):
 switched on after ``penalty_start`` of training and ramped up linearly over
 ``penalty_ramp`` of training (an abrupt switch blew up Adam on large autoencoders).
 
-Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Checkers for the book's exercises: one module per chapter (``ch02``, ``ch05``, ...).
+"""Checkers for the book's exercises: one module per chapter (``ch02``, ``ch06``, ...).
 
 A checker takes the student's answer and raises :class:`ExerciseError` (an
 ``AssertionError``) saying what is wrong; otherwise it prints a short success message and

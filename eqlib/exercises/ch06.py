@@ -1,41 +1,44 @@
-"""Checkers for the exercises of *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps)."""
+"""Checkers for the exercises of *The main theorem* (book/part2/06_main_theorem)."""
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
-from . import ExerciseError, passed, require
+from . import passed, require
 
-__all__ = ["check_hidden_representation", "check_bypass_weights"]
+__all__ = ["check_transported_weight", "check_latent_action"]
 
 
-def check_hidden_representation(W1, rho0, answer) -> None:
-    """Exercise ch06-ex1: ρ_1 = W_1 ρ_0 W_1^{-1}, a positively scaled permutation with ρ_1 W_1 = W_1 ρ_0.
+def check_transported_weight(model, rho_in, g, answer) -> None:
+    """Exercise ch06-ex1: the first-layer weight of θ^g, W_1 ρ_in(g).
 
-    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
+    W = model.layers[0].weight.detach()
     require(isinstance(answer, torch.Tensor), f"return a torch.Tensor, got {type(answer).__name__}")
-    require(answer.shape == W1.shape, f"ρ_1 has shape {tuple(W1.shape)}, got {tuple(answer.shape)}")
-    err = float((answer @ W1 - W1 @ rho0).norm() / (W1 @ rho0).norm())
-    require(err < 1e-4, f"ρ_1 W_1 ≠ W_1 ρ_0 (relative error {err:.3g}): solve for ρ_1 = W_1 ρ_0 W_1^{{-1}}")
-    nz = answer.abs() > 1e-4
-    require(bool((nz.sum(0) == 1).all() and (nz.sum(1) == 1).all()) and bool((answer[nz] > 0).all()),
-            "your ρ_1 is not a positively scaled permutation matrix (Proposition 2.3 says it must be)")
-    passed("Correct: ρ_1 is a positively scaled permutation and layer 1 is equivariant")
+    require(tuple(answer.shape) == tuple(W.shape), f"W_1 ρ_in(g) has shape {tuple(W.shape)}, got {tuple(answer.shape)}")
+    expected = W @ rho_in.matrix(g)
+    err = float((answer - expected).norm() / expected.norm())
+    require(err < 1e-5, f"relative error {err:.3g}: the first layer of θ^g should satisfy "
+                        "f_1(x; θ^g) = f_1(ρ_in(g) x; θ), i.e. its weight is W_1 ρ_in(g)")
+    passed("Correct: f_1(ρ_in(g) x; θ_1) = f_1(x; θ_1^g)")
 
 
-def check_bypass_weights(W1, W2) -> None:
-    """Exercise ch06-ex2: W_2 ReLU(W_1 x) = x on R² with bypass pairs.
+def check_latent_action(model, rho_in, g, perm, signs) -> None:
+    """Exercise ch06-ex2: k_1(g) as (perm, signs) with f_1(ρ_in(g) x) = k_1(g) f_1(x).
 
-    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
-    W1, W2 = torch.as_tensor(W1, dtype=torch.float32), torch.as_tensor(W2, dtype=torch.float32)
-    require(W1.ndim == 2 and W1.shape[1] == 2, f"W_1 must have shape (h, 2), got {tuple(W1.shape)}")
-    require(W2.shape == (2, W1.shape[0]), f"W_2 must have shape (2, {W1.shape[0]}), got {tuple(W2.shape)}")
-    x = torch.randn(256, 2, generator=torch.Generator().manual_seed(0)) * 3
-    y = F.relu(x @ W1.T) @ W2.T
-    err = float((y - x).norm() / x.norm())
-    if err >= 1e-5:
-        raise ExerciseError(f"W_2 ReLU(W_1 x) differs from x (relative error {err:.3g}); "
-                            "use ReLU(t) − ReLU(−t) = t for each coordinate")
-    passed("Correct: the ReLU layer passes x through linearly")
+    d = model.layers[0].out_dim
+    perm, signs = torch.as_tensor(perm).long(), torch.as_tensor(signs, dtype=torch.float32)
+    require(perm.shape == (d,) and signs.shape == (d,), f"perm and signs must both have shape ({d},)")
+    require(torch.equal(torch.sort(perm).values, torch.arange(d)), "perm is not a permutation of 0..d-1")
+    require(bool((signs.abs() == 1).all()), "signs must be ±1 (tanh's symmetry group is signed permutations)")
+    x = torch.randn(64, rho_in.dim, generator=torch.Generator().manual_seed(5))
+    f1 = model.layers[0]
+    with torch.no_grad():
+        lhs = f1(rho_in.act(g, x))
+        rhs = f1(x)[:, perm] * signs
+    err = float((lhs - rhs).norm() / lhs.norm())
+    require(err < 1e-4, f"f_1(ρ_in(g) x) ≠ k f_1(x): relative error {err:.3g}. Match the rows of "
+                        "[W_1 ρ_in(g) | b_1] with those of [W_1 | b_1] up to sign")
+    passed(f"Correct: layer 1 is equivariant under your k_1(g) (error {err:.1e})")

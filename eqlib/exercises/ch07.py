@@ -1,52 +1,41 @@
-"""Checkers for the exercises of *Attention* (book/part2/07_attention).
-
-Chapter: *Attention* (book/part2/07_attention).
-"""
+"""Checkers for the exercises of *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps)."""
 from __future__ import annotations
 
-import numpy as np
 import torch
+import torch.nn.functional as F
 
 from . import ExerciseError, passed, require
 
-__all__ = ["check_equivariant_positions", "check_head_permutation"]
+__all__ = ["check_hidden_representation", "check_bypass_weights"]
 
 
-def check_equivariant_positions(P, action) -> None:
-    """ch07-ex1: P (n, d) must satisfy Π_g P R_gᵀ = P for every g of the action's group,
-    and must not be zero.
+def check_hidden_representation(W1, rho0, answer) -> None:
+    """Exercise ch07-ex1: ρ_1 = W_1 ρ_0 W_1^{-1}, a positively scaled permutation with ρ_1 W_1 = W_1 ρ_0.
 
-    Chapter: *Attention*.
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
-    if not isinstance(P, torch.Tensor):
-        raise ExerciseError(f"P must be a torch.Tensor, got {type(P).__name__}")
-    require(tuple(P.shape) == (action.n_tokens, action.token_dim),
-            f"P must have shape ({action.n_tokens}, {action.token_dim}), got {tuple(P.shape)}")
-    P = P.detach().to(torch.get_default_dtype())
-    require(bool(torch.isfinite(P).all()), "P holds NaN or inf")
-    require(float(P.norm()) > 1e-6, "P = 0 is equivariant but useless: it carries no position information")
-    for g in action.group:
-        moved = action.permute_tokens(g, P) @ action.feature_matrix(g).T
-        err = float((moved - P).norm() / P.norm())
-        require(err < 1e-5, f"Π_g P R_gᵀ ≠ P for g = {g.name} (relative error {err:.3g}): "
-                            "average P over the group, P ← mean_g Π_g P R_gᵀ")
-    passed("Correct: the positional encodings are equivariant.")
+    require(isinstance(answer, torch.Tensor), f"return a torch.Tensor, got {type(answer).__name__}")
+    require(answer.shape == W1.shape, f"ρ_1 has shape {tuple(W1.shape)}, got {tuple(answer.shape)}")
+    err = float((answer @ W1 - W1 @ rho0).norm() / (W1 @ rho0).norm())
+    require(err < 1e-4, f"ρ_1 W_1 ≠ W_1 ρ_0 (relative error {err:.3g}): solve for ρ_1 = W_1 ρ_0 W_1^{{-1}}")
+    nz = answer.abs() > 1e-4
+    require(bool((nz.sum(0) == 1).all() and (nz.sum(1) == 1).all()) and bool((answer[nz] > 0).all()),
+            "your ρ_1 is not a positively scaled permutation matrix (Proposition 2.3 says it must be)")
+    passed("Correct: ρ_1 is a positively scaled permutation and layer 1 is equivariant")
 
 
-def check_head_permutation(answer, planted) -> None:
-    """ch07-ex2: ``answer`` is τ_m as a list (head h on x ↔ head τ(h) on m·x) for the
-    planted layer.
+def check_bypass_weights(W1, W2) -> None:
+    """Exercise ch07-ex2: W_2 ReLU(W_1 x) = x on R² with bypass pairs.
 
-    Chapter: *Attention*.
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
-    try:
-        tau = np.asarray(answer, dtype=np.int64).reshape(-1)
-    except (TypeError, ValueError):
-        raise ExerciseError(f"give the head permutation as a list of integers, got {answer!r}") from None
-    truth = planted.head_perm["m"]
-    require(tau.shape == truth.shape, f"the layer has {truth.size} heads; your list has {tau.size} entries")
-    require(sorted(tau.tolist()) == list(range(truth.size)), f"{tau.tolist()} is not a permutation of the heads")
-    require(np.array_equal(tau, truth),
-            f"{tau.tolist()} is not the head permutation of this layer; did you read it in the right direction "
-            "(τ(h) = the head of m·x that does what head h does on x)?")
-    passed(f"Correct: τ_m = {truth.tolist()}.")
+    W1, W2 = torch.as_tensor(W1, dtype=torch.float32), torch.as_tensor(W2, dtype=torch.float32)
+    require(W1.ndim == 2 and W1.shape[1] == 2, f"W_1 must have shape (h, 2), got {tuple(W1.shape)}")
+    require(W2.shape == (2, W1.shape[0]), f"W_2 must have shape (2, {W1.shape[0]}), got {tuple(W2.shape)}")
+    x = torch.randn(256, 2, generator=torch.Generator().manual_seed(0)) * 3
+    y = F.relu(x @ W1.T) @ W2.T
+    err = float((y - x).norm() / x.norm())
+    if err >= 1e-5:
+        raise ExerciseError(f"W_2 ReLU(W_1 x) differs from x (relative error {err:.3g}); "
+                            "use ReLU(t) − ReLU(−t) = t for each coordinate")
+    passed("Correct: the ReLU layer passes x through linearly")

@@ -1,54 +1,52 @@
-"""Checkers for the exercises of *Where the theorem does not apply* (book/part2/08_where_it_fails).
+"""Checkers for the exercises of *Attention* (book/part2/08_attention).
 
-Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
+Chapter: *Attention* (book/part2/08_attention).
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from . import ExerciseError, passed, require
 
-__all__ = ["check_dense_adjunction", "check_residual_invariant"]
+__all__ = ["check_equivariant_positions", "check_head_permutation"]
 
 
-def _tensor(x, name: str) -> torch.Tensor:
-    if not isinstance(x, torch.Tensor):
-        raise ExerciseError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    return x.detach().to(torch.get_default_dtype())
+def check_equivariant_positions(P, action) -> None:
+    """ch08-ex1: P (n, d) must satisfy Π_g P R_gᵀ = P for every g of the action's group,
+    and must not be zero.
 
-
-def check_dense_adjunction(W_prime, layer, action, g, x) -> None:
-    """ch08-ex1: W' must give layer(g·x) = σ(W' x + b) on the probes x.
-
-    Chapter: *Where the theorem does not apply*.
+    Chapter: *Attention*.
     """
-    W_prime = _tensor(W_prime, "W_prime")
-    require(tuple(W_prime.shape) == tuple(layer.weight.shape),
-            f"W' must have the shape of W, {tuple(layer.weight.shape)}; got {tuple(W_prime.shape)}")
-    with torch.no_grad():
-        want = layer(action.act(g, x))
-        got = torch.tanh(x @ W_prime.T + layer.bias) if layer.activation == "tanh" else None
-    require(got is not None, "this checker expects a tanh layer")
-    err = float((got - want).norm() / want.norm())
-    require(err < 1e-4, f"σ(W' x + b) differs from f(g·x) (relative error {err:.3g}); "
-                        "W' should precompose W with ρ(g)")
-    passed("Correct: W' = W ρ(g) moves g from the input onto the parameters.")
+    if not isinstance(P, torch.Tensor):
+        raise ExerciseError(f"P must be a torch.Tensor, got {type(P).__name__}")
+    require(tuple(P.shape) == (action.n_tokens, action.token_dim),
+            f"P must have shape ({action.n_tokens}, {action.token_dim}), got {tuple(P.shape)}")
+    P = P.detach().to(torch.get_default_dtype())
+    require(bool(torch.isfinite(P).all()), "P holds NaN or inf")
+    require(float(P.norm()) > 1e-6, "P = 0 is equivariant but useless: it carries no position information")
+    for g in action.group:
+        moved = action.permute_tokens(g, P) @ action.feature_matrix(g).T
+        err = float((moved - P).norm() / P.norm())
+        require(err < 1e-5, f"Π_g P R_gᵀ ≠ P for g = {g.name} (relative error {err:.3g}): "
+                            "average P over the group, P ← mean_g Π_g P R_gᵀ")
+    passed("Correct: the positional encodings are equivariant.")
 
 
-def check_residual_invariant(W2, W1, x) -> None:
-    """ch08-ex2: with ReLU, f(x) = x + W2 relu(W1 x) must satisfy f(−x) = f(x) on x.
+def check_head_permutation(answer, planted) -> None:
+    """ch08-ex2: ``answer`` is τ_m as a list (head h on x ↔ head τ(h) on m·x) for the
+    planted layer.
 
-    Chapter: *Where the theorem does not apply*.
+    Chapter: *Attention*.
     """
-    W2, W1 = _tensor(W2, "W2"), _tensor(W1, "W1")
-    require(tuple(W2.shape) == (W1.shape[1], W1.shape[0]),
-            f"W2 must have shape {(W1.shape[1], W1.shape[0])}, got {tuple(W2.shape)}")
-
-    def f(z):
-        return z + torch.relu(z @ W1.T) @ W2.T
-
-    with torch.no_grad():
-        err = float((f(-x) - f(x)).norm() / f(x).norm().clamp_min(1e-12))
-    require(err < 1e-4, f"f(−x) ≠ f(x) (relative error {err:.3g}); use relu(z) − relu(−z) = z: "
-                        "you need W2 W1 = −2 I")
-    passed("Correct: the block is invariant (W2 W1 = −2 I).")
+    try:
+        tau = np.asarray(answer, dtype=np.int64).reshape(-1)
+    except (TypeError, ValueError):
+        raise ExerciseError(f"give the head permutation as a list of integers, got {answer!r}") from None
+    truth = planted.head_perm["m"]
+    require(tau.shape == truth.shape, f"the layer has {truth.size} heads; your list has {tau.size} entries")
+    require(sorted(tau.tolist()) == list(range(truth.size)), f"{tau.tolist()} is not a permutation of the heads")
+    require(np.array_equal(tau, truth),
+            f"{tau.tolist()} is not the head permutation of this layer; did you read it in the right direction "
+            "(τ(h) = the head of m·x that does what head h does on x)?")
+    passed(f"Correct: τ_m = {truth.tolist()}.")

@@ -1,77 +1,54 @@
-"""Checkers for the exercises of *ReLU CNNs and GCNNs* (book/part3/09_relu_cnns_gcnns).
+"""Checkers for the exercises of *Where the theorem does not apply* (book/part2/09_where_it_fails).
 
-Chapter: *ReLU CNNs and GCNNs*.
+Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
 """
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import torch
 
 from . import ExerciseError, passed, require
 
-__all__ = ["check_relu_intertwiner", "check_gcnn_projection"]
+__all__ = ["check_dense_adjunction", "check_residual_invariant"]
 
 
-def _reference_is_intertwiner(a: torch.Tensor, tol: float = 1e-9) -> bool:
-    # a positive scaled permutation: exactly one nonzero per row and column, all positive
-    nz = a.abs() > tol
-    if not (bool((nz.sum(0) == 1).all()) and bool((nz.sum(1) == 1).all())):
-        return False
-    return bool((a[nz] > 0).all())
+def _tensor(x, name: str) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise ExerciseError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    return x.detach().to(torch.get_default_dtype())
 
 
-def check_relu_intertwiner(is_intertwiner: Callable[[torch.Tensor], bool]) -> None:
-    """Check ``is_intertwiner(A) -> bool``: does ReLU(A z) = A ReLU(z) hold for all z?
+def check_dense_adjunction(W_prime, layer, action, g, x) -> None:
+    """ch09-ex1: W' must give layer(g·x) = σ(W' x + b) on the probes x.
 
-    The answer must say True exactly for permutations times positive diagonal matrices.
-
-    Chapter: *ReLU CNNs and GCNNs*.
+    Chapter: *Where the theorem does not apply*.
     """
-    gen = torch.Generator().manual_seed(9)
-    p = torch.eye(4)[torch.tensor([2, 0, 3, 1])]
-    cases = {
-        "the identity": (torch.eye(3), True),
-        "a permutation": (p, True),
-        "a permutation times a positive diagonal": (p @ torch.diag(torch.tensor([0.5, 2.0, 3.0, 1.5])), True),
-        "a negative diagonal": (-torch.eye(2), False),
-        "a signed permutation": (p @ torch.diag(torch.tensor([1.0, -1.0, 1.0, 1.0])), False),
-        "a rotation by 45°": (torch.tensor([[0.7071, -0.7071], [0.7071, 0.7071]]), False),
-        "a random matrix": (torch.randn(3, 3, generator=gen), False),
-        "a positive matrix with two nonzeros in a row": (torch.tensor([[1.0, 1.0], [0.0, 1.0]]), False),
-    }
-    for name, (a, expected) in cases.items():
-        got = is_intertwiner(a.clone())
-        if not isinstance(got, (bool, torch.Tensor)) and type(got).__name__ != "bool_":
-            raise ExerciseError(f"is_intertwiner must return a bool, got {type(got).__name__} for {name}")
-        require(bool(got) == expected,
-                f"for {name} you answered {bool(got)}, but ReLU(A z) = A ReLU(z) for all z is {expected}: "
-                f"A = {a.tolist()}")
-        assert expected == _reference_is_intertwiner(a)
-    passed("Correct: ReLU commutes exactly with permutations times positive diagonal matrices.")
+    W_prime = _tensor(W_prime, "W_prime")
+    require(tuple(W_prime.shape) == tuple(layer.weight.shape),
+            f"W' must have the shape of W, {tuple(layer.weight.shape)}; got {tuple(W_prime.shape)}")
+    with torch.no_grad():
+        want = layer(action.act(g, x))
+        got = torch.tanh(x @ W_prime.T + layer.bias) if layer.activation == "tanh" else None
+    require(got is not None, "this checker expects a tanh layer")
+    err = float((got - want).norm() / want.norm())
+    require(err < 1e-4, f"σ(W' x + b) differs from f(g·x) (relative error {err:.3g}); "
+                        "W' should precompose W with ρ(g)")
+    passed("Correct: W' = W ρ(g) moves g from the input onto the parameters.")
 
 
-def check_gcnn_projection(project: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
-    """Check ``project(W, pi_out, pi_in)``: the orthogonal projection of a conv weight W (C_out, C_in, k, k)
-    onto the mirror-GCNN constraint W[o, i, :, ::-1] = W[π_out(o), π_in(i), :, :].
+def check_residual_invariant(W2, W1, x) -> None:
+    """ch09-ex2: with ReLU, f(x) = x + W2 relu(W1 x) must satisfy f(−x) = f(x) on x.
 
-    Chapter: *ReLU CNNs and GCNNs*.
+    Chapter: *Where the theorem does not apply*.
     """
-    gen = torch.Generator().manual_seed(3)
-    w = torch.randn(6, 4, 3, 3, generator=gen)
-    pi_out = torch.tensor([1, 0, 3, 2, 4, 5])
-    pi_in = torch.tensor([1, 0, 2, 3])
-    out = project(w.clone(), pi_out, pi_in)
-    require(isinstance(out, torch.Tensor) and out.shape == w.shape,
-            f"project must return a tensor of shape {tuple(w.shape)}, got "
-            f"{tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__}")
-    gap = float((out.flip(-1) - out[pi_out][:, pi_in]).abs().max())
-    require(gap < 1e-5, f"the result does not satisfy W[o, i, :, ::-1] = W[π(o), π(i)] (largest violation {gap:.3g})")
-    again = project(out.clone(), pi_out, pi_in)
-    require(torch.allclose(again, out, atol=1e-5), "projecting twice changed the result: a projection is idempotent")
-    # orthogonal: the residual is orthogonal to the constrained subspace (to the result itself and to any projection)
-    other = project(torch.randn(6, 4, 3, 3, generator=gen), pi_out, pi_in)
-    inner = float(((w - out) * other).sum())
-    require(abs(inner) < 1e-4, f"W − project(W) is not orthogonal to constrained weights (inner product {inner:.3g}); "
-            "the orthogonal projection averages W with its transformed copy")
-    passed("Correct: averaging W with W[π_out][:, π_in] flipped is the orthogonal projection onto the GCNN constraint.")
+    W2, W1 = _tensor(W2, "W2"), _tensor(W1, "W1")
+    require(tuple(W2.shape) == (W1.shape[1], W1.shape[0]),
+            f"W2 must have shape {(W1.shape[1], W1.shape[0])}, got {tuple(W2.shape)}")
+
+    def f(z):
+        return z + torch.relu(z @ W1.T) @ W2.T
+
+    with torch.no_grad():
+        err = float((f(-x) - f(x)).norm() / f(x).norm().clamp_min(1e-12))
+    require(err < 1e-4, f"f(−x) ≠ f(x) (relative error {err:.3g}); use relu(z) − relu(−z) = z: "
+                        "you need W2 W1 = −2 I")
+    passed("Correct: the block is invariant (W2 W1 = −2 I).")

@@ -48,8 +48,8 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[object]],
     Raises:
         ValueError: if a row does not have one cell per header column.
 
-    Chapters: *ReLU CNNs and GCNNs* (book/part3/09_relu_cnns_gcnns) and *Reproducing the
-    CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+    Chapters: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns) and *Reproducing the
+    CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
     header = [str(h) for h in header]
     bad = [i for i, r in enumerate(rows) if len(r) != len(header)]

@@ -27,7 +27,7 @@ for a few epochs (minutes on 2 CPU cores); ``full`` trains widths 512/256/256 on
 under 30 minutes on 2 CPU cores, minutes on a GPU). ``--set KEY=VALUE`` changes any
 :class:`Settings` field, e.g. ``--set epochs=60`` or a larger ablation.
 
-Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ CLI::
 
     python -m eqlib.experiments.gcnn_barrier --budget laptop --device cpu --out results/
 
-Chapter: *ReLU CNNs and GCNNs* (book/part3/09_relu_cnns_gcnns).
+Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
 """
 from __future__ import annotations
 

@@ -10,8 +10,8 @@
 - :mod:`eqlib.latent.attention` recovers head and token permutations of attention
   networks (:func:`recover_attention_action`).
 
-Chapters: *The main theorem* (book/part2/05_main_theorem), *MLPs: tanh, ReLU, GELU*
-(book/part2/06_mlps), *Attention* (book/part2/07_attention).
+Chapters: *The main theorem* (book/part2/06_main_theorem), *MLPs: tanh, ReLU, GELU*
+(book/part2/07_mlps), *Attention* (book/part2/08_attention).
 """
 from .lstsq import LinearFit, fit_linear_action, linear_equivariance_error, paired_features, relative_errors
 from .units import assign, compose_monomial, match_units, monomial_matrix

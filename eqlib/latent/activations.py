@@ -6,7 +6,7 @@ of f_{≤i}(x) over a batch (``torch.corrcoef``) is a similarity; the assignment
 permutation, the sign of the correlation gives the sign (odd activations), and a
 least-squares ratio gives positive scales (ReLU).
 
-Chapter: *The main theorem* (book/part2/05_main_theorem).
+Chapter: *The main theorem* (book/part2/06_main_theorem).
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def recover_by_activations(model, rho_in: Action, x: Tensor):
         (actions, residuals): one :class:`~eqlib.latent.MonomialAction` per hidden layer; per hidden
         layer the max over g of ``‖H_g − H k_iᵀ‖ / ‖H_g‖`` (H = f_{≤i}(x), H_g = f_{≤i}(g x)).
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     layers = mlp_layers(model)
     G = rho_in.group

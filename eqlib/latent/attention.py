@@ -19,7 +19,7 @@ to the original ones (:func:`scipy.optimize.linear_sum_assignment`). Convention:
 τ_g(h) on g·X does what head h does on X,
 ``attention_maps(g·X)[τ_g(h)] = Π_g attention_maps(X)[h] Π_gᵀ``.
 
-Chapter: *Attention* (book/part2/07_attention).
+Chapter: *Attention* (book/part2/08_attention).
 """
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ class TokenAction(Action):
             group such as :func:`~eqlib.groups.flip` that acts on tokens through a
             homomorphism into S_n).
 
-    Chapter: *Attention* (book/part2/07_attention).
+    Chapter: *Attention* (book/part2/08_attention).
     """
 
     def __init__(self, group: FiniteGroup, feature_action: Action | None = None, token_dim: int | None = None,
@@ -418,7 +418,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
     Raises:
         ValueError: on shape mismatches between the layer, the action and x.
 
-    Chapter: *Attention* (book/part2/07_attention).
+    Chapter: *Attention* (book/part2/08_attention).
     """
     layer = _layer(layer)
     n, d_in = layer.in_shape
@@ -500,7 +500,7 @@ def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, out
     Returns:
         One :class:`AttentionLatentAction` per layer.
 
-    Chapter: *Attention* (book/part2/07_attention).
+    Chapter: *Attention* (book/part2/08_attention).
     """
     layers = list(net.layers) if isinstance(net, Model) else None
     if not layers or not all(isinstance(l, MultiHeadAttention) for l in layers):
@@ -556,7 +556,7 @@ def hide_attention_network(net: Model, seed: int = 0, log_scale: float = 0.5,
     Returns:
         (hidden network, [M_1, …, M_{L-1}]).
 
-    Chapter: *Attention* (book/part2/07_attention).
+    Chapter: *Attention* (book/part2/08_attention).
     """
     import copy
 
@@ -646,7 +646,7 @@ def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray |
     Raises:
         ValueError: if head_perms is not a homomorphism, or the shapes do not fit.
 
-    Chapter: *Attention* (book/part2/07_attention).
+    Chapter: *Attention* (book/part2/08_attention).
     """
     G = action_in.group
     if isinstance(head_perms, dict):

@@ -15,11 +15,11 @@ If f is equivariant, θ and g⁻¹·θ give the same function; for an identifiab
 are unique signed channel permutations k_i(g) (the parameter symmetries of a tanh conv
 layer) with g⁻¹·θ_i = k_i(g)·θ_i·k_{i-1}(g)⁻¹ on the channel axes, and then
 λ_i(g) = rot_g ⊗ k_i(g) makes every layer equivariant and g ↦ k_i(g) is a
-homomorphism (the course's theorem under the generalized adjunction, chapter 7).
+homomorphism (the course's theorem under the generalized adjunction, chapter 8).
 :func:`recover_conv_actions` runs this proof: it matches rows of the transported
 filters to rows of the original ones up to sign, layer by layer.
 
-Chapter: *Attention and convolutions* (book/part2/07_attention).
+Chapter: *Attention and convolutions* (book/part2/08_attention).
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def rotate(x: Tensor, g: GroupElement) -> Tensor:
     """Turn images (…, H, W) with H = W by g: element k of cyclic(4) turns k quarter
     turns counterclockwise (``torch.rot90``), element k of cyclic(2) 2k quarter turns.
 
-    Chapter: *Attention and convolutions* (book/part2/07_attention).
+    Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
     if x.dim() < 2 or x.shape[-1] != x.shape[-2]:
         raise ValueError(f"x must end in a square (H, W), got shape {tuple(x.shape)}")
@@ -80,7 +80,7 @@ def c4_channel_action(blocks: list[str], group: FiniteGroup | None = None) -> Ma
     Raises:
         ValueError: on an unknown block kind or an empty list.
 
-    Chapter: *Attention and convolutions* (book/part2/07_attention).
+    Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
     group = cyclic(4) if group is None else group
     if group.order != 4 or not np.array_equal(group.table, cyclic(4).table):
@@ -99,7 +99,7 @@ def act_on_images(g: GroupElement, channels: Action | Tensor | None, x: Tensor) 
 
     ``channels`` is an action on R^C, a (C, C) matrix, or None (channels untouched).
 
-    Chapter: *Attention and convolutions* (book/part2/07_attention).
+    Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
     if channels is not None:
         m = channels.matrix(g) if isinstance(channels, Action) else channels
@@ -133,7 +133,7 @@ def transport_conv(model: Model, g: GroupElement, rho_in: Action | None = None,
         [(W'_i, b'_i)]: filters turned back by g (``rot_g⁻¹``), the first layer's input
         channels mixed by C_0(g), the last layer's output channels by C_L(g)⁻¹.
 
-    Chapter: *Attention and convolutions* (book/part2/07_attention).
+    Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
     layers = _layers(model)
     C0 = _channel_matrix(rho_in, g, layers[0].in_shape[0], "rho_in")
@@ -162,7 +162,7 @@ class PlantedConv:
         rho_in, rho_out: channel actions on the input and the output.
         hidden: whether the structure was hidden.
 
-    Chapter: *Attention and convolutions* (book/part2/07_attention).
+    Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
 
     model: Model
@@ -190,7 +190,7 @@ def plant_c4_conv(blocks: list[list[str]], size: int = 7, kernel: int = 3, hide:
         hide: apply the random channel symmetry.
         seed: seed of everything random.
 
-    Chapter: *Attention and convolutions* (book/part2/07_attention).
+    Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
     if not isinstance(blocks, (list, tuple)) or len(blocks) < 2:
         raise ValueError(f"blocks must list the channel blocks of at least V_0 and V_1, got {blocks!r}")
@@ -236,7 +236,7 @@ class ConvLatentActions:
         output_error: {g.name: ‖f(ρ_0(g) x) − ρ_L(g) f(x)‖ / ‖f(x)‖}.
         tol: tolerance of :attr:`equivariant` and :attr:`layerwise`.
 
-    Chapter: *Attention and convolutions* (book/part2/07_attention).
+    Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
 
     group: FiniteGroup
@@ -326,7 +326,7 @@ def recover_conv_actions(model: Model, x: Tensor, rho_in: Action | None = None,
         tol: tolerance of the reported checks.
         seed: seed of the Gaussian probes.
 
-    Chapter: *Attention and convolutions* (book/part2/07_attention).
+    Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
     layers = _layers(model)
     if any(l.activation != "tanh" for l in layers[:-1]):

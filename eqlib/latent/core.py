@@ -1,6 +1,6 @@
 """``latent_actions``: the one entry point for recovering latent actions of an MLP.
 
-Chapter: *The main theorem* (book/part2/05_main_theorem).
+Chapter: *The main theorem* (book/part2/06_main_theorem).
 """
 from __future__ import annotations
 
@@ -94,8 +94,8 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
         >>> res = latent_actions(net, rho_in, rho_out, method="weights")
         >>> res.ok, res.matrix(1, G["m"])
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem); methods compared in
-    *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    Chapter: *The main theorem* (book/part2/06_main_theorem); methods compared in
+    *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {METHODS}")

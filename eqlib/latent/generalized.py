@@ -7,7 +7,7 @@ depth-first search, layer by layer, checking each relation on probes; this makes
 uniqueness that the theorem uses checkable on examples. :func:`pair_set_symmetries`
 lists the finite group K_i of a tanh Deep Sets layer on sets of two elements.
 
-Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
+Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def pair_set_symmetries(d: int) -> Tensor:
     Returns:
         (4^d · d!, 2d, 2d) tensor; element 0 is the identity.
 
-    Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
+    Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
     if not isinstance(d, int) or not 1 <= d <= 4:
         raise ValueError(f"d must be an integer in 1..4 (the group has 4^d·d! elements), got {d!r}")
@@ -64,7 +64,7 @@ def token_channel_candidates(n: int, d: int) -> Tensor:
     Returns:
         (n!·2^d·d!, n·d, n·d) tensor; element 0 is the identity.
 
-    Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
+    Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
     import math
 
@@ -103,7 +103,7 @@ def relating_sequences(layers: Sequence[Callable[[Tensor], Tensor]],
     Raises:
         ValueError: when the numbers of layers and candidate groups do not fit.
 
-    Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
+    Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
     L = len(layers)
     if len(layers_prime) != L or len(candidates) != L - 1:

@@ -14,8 +14,8 @@ pseudo-inverse; the GPU default, and the fast choice: one d×d Gram matmul). The
 default driver ``gelsy`` of :func:`torch.linalg.lstsq` is *not* used: it returns wrong
 fits on rank-deficient problems.
 
-Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps); used in *Reproducing the
-CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps); used in *Reproducing the
+CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class LinearFit:
         n_fit, n_test: the sizes of the two halves.
         solver: ``"gelsd"`` or ``"normal"``.
 
-    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
 
     A: Tensor
@@ -64,7 +64,7 @@ class LinearFit:
 def relative_errors(A: Tensor, X: Tensor, Y: Tensor, chunk: int = 65536) -> Tensor:
     """``‖Y_n − A X_n‖ / ‖X_n‖`` for every row n (chunked to bound memory): (N,).
 
-    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
     chunk = check_int("chunk", chunk, 1)
     out = []
@@ -135,7 +135,7 @@ def fit_linear_action(
         ValueError: on mismatched shapes, a bad fraction, too few samples or an
             unknown solver.
 
-    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
     X, Y = features, features_transformed
     check_tensor("features", X, dtypes="float", finite=True)
@@ -200,7 +200,7 @@ def paired_features(
     Returns:
         (F, F_g), each (N, d) on that device.
 
-    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
     if device is None:
         params = getattr(model_prefix, "parameters", None)
@@ -262,8 +262,8 @@ def linear_equivariance_error(
         >>> fit = linear_equivariance_error(net.prefix(1), mirror((3, 32, 32)), flip()["m"])
         >>> fit.median_error
 
-    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps); used in *Reproducing the
-    CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps); used in *Reproducing the
+    CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
     F, Fg = paired_features(model_prefix, act, g, samples, seed, noise_scale, chunk_size,
                             input_shape=input_shape)

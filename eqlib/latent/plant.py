@@ -20,7 +20,7 @@ Equivariant weights (ρ_out(g) W = W ρ_in(g) for all g) are drawn in one of two
 For orthogonal actions both give an isotropic Gaussian on the space of equivariant maps
 (the average is the orthogonal projection onto it), so the choice changes only the cost.
 
-Chapter: *The main theorem* (book/part2/05_main_theorem).
+Chapter: *The main theorem* (book/part2/06_main_theorem).
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ NULL_SPACE_MAX = 256
 def sign_characters(group: FiniteGroup) -> list[np.ndarray]:
     """All homomorphisms χ: G → {±1}, each as a (``|G|``,) array (the trivial one first).
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     gens = group.generators
     out = []
@@ -64,7 +64,7 @@ def hidden_representation(group: FiniteGroup, dim: int, signed: bool, seed: int 
     random sign character χ (trivial if not ``signed``), and ``dim mod |G|`` one-dimensional
     units g ↦ χ(g).
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     n = group.order
     rng = np.random.default_rng(seed)
@@ -99,7 +99,7 @@ def equivariant_weight(rho_in: Action, rho_out: Action, seed: int = 0, method: s
         method: ``"null_space"`` or ``"average"``; default by size (null space up to
             d_out·d_in = 256; the SVD of the d_out·d_in-column constraint matrix grows as its cube).
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     G = rho_in.group
     d_in, d_out = rho_in.dim, rho_out.dim
@@ -155,7 +155,7 @@ def plant_equivariant(group: FiniteGroup, rho_in: Action, rho_out: Action, width
         ValueError: mismatched dimensions, a signed hidden representation with a
             non-odd activation, an unknown ``hidden``.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     from ..symmetries import SymmetryElement, apply_symmetry, symmetry_group
 

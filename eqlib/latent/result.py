@@ -1,6 +1,6 @@
 """The result of latent-action recovery and its diagnostics.
 
-Chapter: *The main theorem* (book/part2/05_main_theorem).
+Chapter: *The main theorem* (book/part2/06_main_theorem).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class MonomialAction(Action):
         perm: (``|G|``, d) long tensor.
         scales: (``|G|``, d) tensor.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
 
     def __init__(self, group: FiniteGroup, perm: Tensor, scales: Tensor):
@@ -74,7 +74,7 @@ def homomorphism_error(action: Action, num_probes: int = 4, seed: int = 0) -> fl
     Together these imply k(gh) = k(g) k(h) for all g, h (write h as a word in the
     generators). Monomial actions are composed exactly; others on random probes.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     G = action.group
     if isinstance(action, MonomialAction):
@@ -117,7 +117,7 @@ def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x
     Returns:
         (L, ``|G|``) array.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     ks = [rho_in, *hidden, rho_out]
     G = rho_in.group
@@ -177,7 +177,7 @@ class LatentActions:
     (the weak case of the theorem: each layer is equivariant after discarding inactive
     units; constant units are fixed by the lifts).
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
 
     group: FiniteGroup

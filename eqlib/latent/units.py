@@ -5,7 +5,7 @@ The latent action of a layer is a structured matrix k in the layer's symmetry gr
 Recovering it from weights or activations is an assignment problem, solved with
 :func:`scipy.optimize.linear_sum_assignment` on a similarity matrix.
 
-Chapter: *The main theorem* (book/part2/05_main_theorem).
+Chapter: *The main theorem* (book/part2/06_main_theorem).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def assign(similarity: Tensor, signed: bool) -> Tensor:
     Returns:
         perm: (n,) long tensor on the similarity's device.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     if similarity.ndim != 2 or similarity.shape[0] != similarity.shape[1]:
         raise ValueError(f"need a square similarity matrix, got shape {tuple(similarity.shape)}")
@@ -73,7 +73,7 @@ def match_units(A: Tensor, B: Tensor, signed: bool = True, scaled: bool = False)
     Example:
         >>> perm, signs, sim = match_units(W_mirrored, W, signed=True)
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem); used in *Reproducing the
+    Chapter: *The main theorem* (book/part2/06_main_theorem); used in *Reproducing the
     CIFAR-10 experiment* to pair filters with their mirror images.
     """
     if A.ndim != 2 or A.shape != B.shape:
@@ -97,7 +97,7 @@ def match_units(A: Tensor, B: Tensor, signed: bool = True, scaled: bool = False)
 def monomial_matrix(perm: Tensor, scales: Tensor) -> Tensor:
     """The dense (n, n) matrix k with ``k[j, perm[j]] = scales[j]``, so ``(k z)_j = scales_j z_{perm_j}``.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     n = perm.shape[0]
     k = torch.zeros(n, n, dtype=scales.dtype, device=scales.device)
@@ -110,6 +110,6 @@ def compose_monomial(p1: Tensor, s1: Tensor, p2: Tensor, s2: Tensor) -> tuple[Te
 
     ``(k1 k2 z)_j = s1_j (k2 z)_{p1_j} = s1_j s2_{p1_j} z_{p2_{p1_j}}``.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     return p2[p1], s1 * s2[p1]

@@ -27,13 +27,13 @@ This is a homomorphism (α*(I − αα*) = 0 and (I − αα*)α = 0 kill the cr
 makes f_i equivariant, after discarding the dead units (Π_i), on every latent the network
 reaches, Π_i f_{≤i}(x) = α_i f̃_{≤i}(x): k_{i-1} α_{i-1} ỹ = α_{i-1} k̃_{i-1} ỹ, so
 Π_i f_i(k_{i-1} α ỹ) = α_i f̃_i(k̃_{i-1} ỹ) = α_i k̃_i f̃_i(ỹ) = k_i α_i f̃_i(ỹ).
-(Chapter 5's weak case of the theorem; the reduction's α_i is affine, but its offset
+(Chapter 6's weak case of the theorem; the reduction's α_i is affine, but its offset
 vanishes on the representatives α_i* reads, so the lift is linear.) The lift need not
 lie in K_i: it does exactly when k̃_i(g) fixes every class that has a clone. When α_i
 only re-inserts removed units (a coordinate inclusion) the lift is again monomial: k̃_i
 on the kept units and the identity on the removed ones.
 
-Chapter: *The main theorem* (book/part2/05_main_theorem).
+Chapter: *The main theorem* (book/part2/06_main_theorem).
 """
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def mlp_layers(model) -> list[Dense]:
     Raises:
         TypeError: if some layer is not an :class:`~eqlib.models.mlp.Dense` layer.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     layers = list(getattr(model, "layers", []))
     if not layers or not all(isinstance(l, Dense) for l in layers):
@@ -79,7 +79,7 @@ def layer_kind(activation: str) -> str:
         ValueError: for ``"identity"``: a linear hidden layer has K = GL(d), so rows
             cannot be matched; use ``method="lstsq"``.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     if activation == "identity":
         raise ValueError("a hidden layer without nonlinearity has symmetry group GL(d): its latent action "
@@ -92,7 +92,7 @@ def layer_kind(activation: str) -> str:
 def monomial_of(action: Action, g: GroupElement) -> tuple[Tensor, Tensor] | None:
     """(perm, scales) of ρ(g) when the action is monomial (permutation-like), else None.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     if isinstance(action, MonomialAction):
         return action.perm[g.index], action.scales[g.index]
@@ -106,7 +106,7 @@ def monomial_of(action: Action, g: GroupElement) -> tuple[Tensor, Tensor] | None
 def right_multiply(W: Tensor, k: tuple[Tensor, Tensor] | Tensor) -> Tensor:
     """W k for a monomial k = (perm, scales) (``(Wk)[:, perm_j] = W[:, j] scales_j``) or a dense k.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     if isinstance(k, Tensor):
         return W @ k.to(W)
@@ -119,7 +119,7 @@ def right_multiply(W: Tensor, k: tuple[Tensor, Tensor] | Tensor) -> Tensor:
 def left_multiply(k: tuple[Tensor, Tensor] | Tensor, W: Tensor) -> Tensor:
     """k W for a monomial k = (perm, scales) (``(kW)[j] = scales_j W[perm_j]``) or a dense k.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     if isinstance(k, Tensor):
         return k.to(W) @ W
@@ -147,7 +147,7 @@ def maybe_degenerate(model, cos_tol: float = 1e-4, zero_tol: float = 1e-6) -> bo
     dead (zero outgoing column), constant (zero incoming row) or a clone (row [w | b]
     parallel to another's, ``|cosine|`` ≥ 1 − cos_tol)? False means reduce finds nothing.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     layers = mlp_layers(model)
     with torch.no_grad():
@@ -181,7 +181,7 @@ def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4
         (L,) max-over-g relative residuals of the relations of layers 1..L; per hidden
         layer the number of units whose match is not unique (parallel rows).
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     layers = mlp_layers(model)
     L, G = len(layers), rho_in.group
@@ -225,7 +225,7 @@ def lift_action(action: Action, alpha: Tensor, alpha_star: Tensor) -> Action:
         A :class:`~eqlib.latent.MonomialAction` when α is a coordinate inclusion and α* = αᵀ, else a
         dense action.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     d, dt = alpha.shape
     alpha, alpha_star = alpha.float(), alpha_star.float()

@@ -7,7 +7,7 @@ A layer maps token sequences X ∈ R^{n×d_in} to R^{n×d_out}:
 
 with optional learned positional encodings P ∈ R^{n×d_in}.
 
-Chapter: *Attention* (book/part2/07_attention).
+Chapter: *Attention* (book/part2/08_attention).
 """
 from __future__ import annotations
 

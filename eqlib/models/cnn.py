@@ -21,7 +21,7 @@ Two facts the chapter uses, both checked by the tests:
 
 Inputs are float images (N, 3, H, W) already normalised (the trainer does that).
 
-Chapter: *ReLU CNNs and GCNNs* (book/part3/09_relu_cnns_gcnns).
+Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
 """
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ class VGG(Model):
         >>> net(torch.zeros(2, 3, 32, 32)).shape
         torch.Size([2, 10])
 
-    Chapter: *ReLU CNNs and GCNNs* (book/part3/09_relu_cnns_gcnns).
+    Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
     """
 
     def __init__(self, config: Sequence | str = "small", width: float = 1.0, num_classes: int = 10,
@@ -212,7 +212,7 @@ def warm_batchnorm(model: nn.Module, batches: int = 3, batch_size: int = 16, sca
     model in eval mode. For tests and for demonstrating exact identities (flipped
     filters, permutation invariance) on untrained networks.
 
-    Chapter: *ReLU CNNs and GCNNs* (book/part3/09_relu_cnns_gcnns).
+    Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
     """
     batches, batch_size = check_int("batches", batches, 1), check_int("batch_size", batch_size, 1)
     gen = torch.Generator().manual_seed(check_int("seed", seed, 0))

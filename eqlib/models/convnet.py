@@ -5,7 +5,7 @@ square images a quarter turn of the input can be moved onto the filters:
 ``conv(rot x, W) = rot conv(x, rot⁻¹ W)`` (the generalized adjunction of
 :mod:`eqlib.latent.conv`).
 
-Chapter: *Attention and convolutions* (book/part2/07_attention).
+Chapter: *Attention and convolutions* (book/part2/08_attention).
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class SameConv(Layer):
         ValueError: on a non-positive size or channel count, an even kernel or an
             unknown activation.
 
-    Chapter: *Attention and convolutions* (book/part2/07_attention).
+    Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
 
     def __init__(self, in_channels: int, out_channels: int, size: int, kernel: int = 3,
@@ -76,7 +76,7 @@ def conv_net(channels: Sequence[int], size: int, kernel: int = 3, seed: int = 0)
         size, kernel: as in :class:`SameConv`.
         seed: layer i is initialized with seed ``seed + i``.
 
-    Chapter: *Attention and convolutions* (book/part2/07_attention).
+    Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
     channels = list(channels)
     if len(channels) < 2:

@@ -9,7 +9,7 @@ parameters, :func:`pair_swap_parameters`). :func:`adjunction_fit` measures this:
 θ' = W ρ(g)) or ``g^{-1}·f(g·x; θ) = f(x; θ')`` (the generalized one), by least
 squares on the pre-activations, which are linear in θ.
 
-Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
+Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class DeepSetsLayer(Layer):
     Λ, Γ, b serve every element of the set (tied weights), so f(ΠX) = Π f(X) for every
     permutation Π and every θ.
 
-    Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
+    Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
 
     def __init__(self, n: int, d_in: int, d_out: int, activation: str = "tanh", seed: int | torch.Generator = 0):
@@ -82,7 +82,7 @@ def pair_swap_parameters(layer: DeepSetsLayer) -> dict[str, Tensor]:
     Raises:
         ValueError: if the layer is not a DeepSetsLayer on sets of two elements.
 
-    Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
+    Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
     if not isinstance(layer, DeepSetsLayer) or layer.in_shape[0] != 2:
         raise ValueError(f"need a DeepSetsLayer on sets of n = 2 elements, got {layer!r}")
@@ -199,7 +199,7 @@ def adjunction_fit(layer: nn.Module, rho_in: Action, g: GroupElement, x: Tensor,
         rho_in: the action on inputs; g: the element; x: probes (N, ``*in_shape``).
         rho_out: the action on outputs for the generalized adjunction.
 
-    Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
+    Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
     if not hasattr(layer, "preactivation"):
         raise ValueError(f"{type(layer).__name__} has no preactivation(x) method")
@@ -285,7 +285,7 @@ def plant_residual_invariant(d: int, hidden: int, activation: str = "relu", seed
     Raises:
         ValueError: for an activation without σ(z) − σ(−z) = z, or hidden < d.
 
-    Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
+    Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
     if activation not in ("relu", "gelu"):
         raise ValueError(f"the construction needs σ(z) − σ(−z) = z (relu or gelu), got {activation!r}")

@@ -1,6 +1,6 @@
 """Figures for the attention chapter and for *Where the theorem does not apply*.
 
-Chapter: *Attention* (book/part2/07_attention).
+Chapter: *Attention* (book/part2/08_attention).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def plot_attention_maps(maps_x: torch.Tensor, maps_gx: torch.Tensor, head_perm: 
     Returns:
         A matplotlib Figure.
 
-    Chapter: *Attention* (book/part2/07_attention).
+    Chapter: *Attention* (book/part2/08_attention).
     """
     import matplotlib.pyplot as plt
 
@@ -65,7 +65,7 @@ def plot_adjunction_residuals(names: Sequence[str], ordinary: Sequence[float], g
     f(g·x; θ) = f(x; θ'), of the generalized one g⁻¹·f(g·x; θ) = f(x; θ'), and how far
     the fitted θ' lies from θ (log scale).
 
-    Chapter: *Where the theorem does not apply* (book/part2/08_where_it_fails).
+    Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
     import matplotlib.pyplot as plt
 
@@ -104,7 +104,7 @@ def plot_conv_filters(turned: torch.Tensor, weight: torch.Tensor, k: torch.Tenso
     Returns:
         A matplotlib Figure.
 
-    Chapter: *Attention and convolutions* (book/part2/07_attention).
+    Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
     import matplotlib.pyplot as plt
 

@@ -1,6 +1,6 @@
 """Figures of first-layer filters (with their mirror partners) and of attention heads.
 
-Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Figures of recovered latent actions and of linear-equivariance errors.
 
-Chapters: *The main theorem* (book/part2/05_main_theorem), *MLPs: tanh, ReLU, GELU*
-(book/part2/06_mlps).
+Chapters: *The main theorem* (book/part2/06_main_theorem), *MLPs: tanh, ReLU, GELU*
+(book/part2/07_mlps).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def plot_action_matrices(result, elements: Sequence | None = None, layer: int = 
     Returns:
         The matplotlib Figure.
 
-    Chapter: *The main theorem* (book/part2/05_main_theorem).
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     elements = list(elements) if elements is not None else result.group.elements[:8]
     fig, axes = plt.subplots(1, len(elements), figsize=(2.4 * len(elements), 2.6), squeeze=False)
@@ -46,7 +46,7 @@ def plot_action_matrices(result, elements: Sequence | None = None, layer: int = 
 def plot_layer_errors(results: dict, title: str = "layer equivariance error under the recovered actions"):
     """Bar chart of max_g layer error per layer for several results ``{label: LatentActions}``.
 
-    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
     fig, ax = plt.subplots(figsize=(6, 3))
     width = 0.8 / max(1, len(results))
@@ -65,7 +65,7 @@ def plot_layer_errors(results: dict, title: str = "layer equivariance error unde
 def plot_fit_errors(fits: dict, title: str = "held-out relative error of the linear fit"):
     """Histograms of per-sample lstsq errors ``{label: LinearFit}`` (log x axis).
 
-    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/06_mlps).
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
     fig, ax = plt.subplots(figsize=(6, 3))
     for label, fit in fits.items():

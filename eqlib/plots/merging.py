@@ -1,6 +1,6 @@
 """Figures of the GCNN-barrier experiment: barriers, interpolation curves, matched filter pairs.
 
-Chapter: *ReLU CNNs and GCNNs* (book/part3/09_relu_cnns_gcnns).
+Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Figures of training runs and of the CIFAR-10 experiment's numbers.
 
-Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/10_cifar_mlp).
+Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
 from __future__ import annotations
 

@@ -13,9 +13,9 @@ Usage in a chapter (a cell of its own; the default frame is also the static imag
     figs = [draw(alpha=a) for a in alphas]          # matplotlib figures (closed for you)
     frames_player(figs, labels=[f"α = {a:.2f}" for a in alphas], title="Interpolation")
 
-Chapters: *Experiments* (book/part3/09_relu_cnns_gcnns, the α slider;
-book/part3/10_cifar_mlp, the filters browser) and *The main theorem*
-(book/part2/05_main_theorem, g and layer browser).
+Chapters: *Experiments* (book/part3/10_relu_cnns_gcnns, the α slider;
+book/part3/11_cifar_mlp, the filters browser) and *The main theorem*
+(book/part2/06_main_theorem, g and layer browser).
 """
 from __future__ import annotations
 
@@ -174,8 +174,8 @@ def frames_player(frames: Sequence[Any], labels: Sequence[str] | None = None, ti
         ValueError: if there are no frames, the labels do not match the frames, or
             ``start`` is out of range.
 
-    Chapters: *The main theorem* (book/part2/05_main_theorem), *ReLU CNNs and GCNNs*
-    (book/part3/09_relu_cnns_gcnns), *The CIFAR-10 MLP experiment* (book/part3/10_cifar_mlp).
+    Chapters: *The main theorem* (book/part2/06_main_theorem), *ReLU CNNs and GCNNs*
+    (book/part3/10_relu_cnns_gcnns), *The CIFAR-10 MLP experiment* (book/part3/11_cifar_mlp).
     """
     from IPython.display import HTML
     from IPython.display import display as ipy_display

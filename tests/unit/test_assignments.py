@@ -100,7 +100,7 @@ def test_fresh_checkers_ignore_patched_modules(monkeypatch):
 def test_fresh_checkers_are_silent_and_return_none(capsys):
     import torch
 
-    from eqlib.exercises import ch05
+    from eqlib.exercises import ch06
     from eqlib.groups import dihedral
     from eqlib.actions import image_dihedral
     from eqlib.models import MLP
@@ -108,12 +108,12 @@ def test_fresh_checkers_are_silent_and_return_none(capsys):
     G, rho = dihedral(4), image_dihedral((1, 2, 2))
     net = MLP([4, 6, 2], "tanh", seed=0)
     answer = net.layers[0].weight.detach() @ rho.matrix(G["r"])
-    assert fresh("ch05").check_transported_weight(net, rho, G["r"], answer) is None
+    assert fresh("ch06").check_transported_weight(net, rho, G["r"], answer) is None
     assert capsys.readouterr().out == ""
-    assert ch05.check_transported_weight(net, rho, G["r"], answer) is None
+    assert ch06.check_transported_weight(net, rho, G["r"], answer) is None
     assert capsys.readouterr().out.startswith("Correct")
     with pytest.raises(AssertionError):
-        fresh("ch05").check_transported_weight(net, rho, G["r"], torch.zeros_like(answer))
+        fresh("ch06").check_transported_weight(net, rho, G["r"], torch.zeros_like(answer))
 
 
 @pytest.mark.parametrize("bad", ["ch2", "../ch02", "ch99", 2])

@@ -201,7 +201,7 @@ RECORDED = Path(__file__).resolve().parents[2] / "book" / "part3" / "recorded"
 
 
 def test_recorded_full_run_matches_the_full_budget():
-    """Chapter 10 shows a recorded full-budget run; changing the full budget means recording it again
+    """Chapter 11 shows a recorded full-budget run; changing the full budget means recording it again
     (bash benchmarks/gpu_check.sh)."""
     full = E.settings("full").to_dict()
     record = E.load_results(RECORDED / "cifar_mlp_full.json")

@@ -3,7 +3,7 @@ import torch
 
 from eqlib.actions import mirror, trivial
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch05 import check_latent_action, check_transported_weight
+from eqlib.exercises.ch06 import check_latent_action, check_transported_weight
 from eqlib.groups import flip
 from eqlib.latent import latent_actions, plant_equivariant
 

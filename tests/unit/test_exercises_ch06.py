@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch06 import check_bypass_weights, check_hidden_representation
+from eqlib.exercises.ch07 import check_bypass_weights, check_hidden_representation
 
 
 def test_hidden_representation():

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch07 import check_equivariant_positions, check_head_permutation
+from eqlib.exercises.ch08 import check_equivariant_positions, check_head_permutation
 from eqlib.latent.attention import patch_mirror_action, plant_attention_equivariant
 
 

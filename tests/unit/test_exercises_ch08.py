@@ -3,7 +3,7 @@ import torch
 
 from eqlib.actions import token_permutation
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch08 import check_dense_adjunction, check_residual_invariant
+from eqlib.exercises.ch09 import check_dense_adjunction, check_residual_invariant
 from eqlib.groups import symmetric
 from eqlib.models import Dense
 

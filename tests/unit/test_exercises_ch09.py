@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch09 import check_gcnn_projection, check_relu_intertwiner
+from eqlib.exercises.ch10 import check_gcnn_projection, check_relu_intertwiner
 
 
 def right_intertwiner(a):

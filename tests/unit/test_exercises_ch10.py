@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch10 import check_equivariance_penalty, check_mirror_partner
+from eqlib.exercises.ch11 import check_equivariance_penalty, check_mirror_partner
 from eqlib.train import mirror_images
 
 

@@ -189,7 +189,7 @@ def _weak_case(seed, act="tanh"):
 
 @pytest.mark.parametrize("seed,act", [(0, "tanh"), (1, "tanh"), (2, "tanh"), (3, "relu"), (4, "gelu")])
 def test_weak_case_homomorphisms_into_reduced_groups_and_lifts(seed, act):
-    """Chapter 5's weak case: k̃_i: G → K̃_i on the reduced model, lifted to V_i."""
+    """Chapter 6's weak case: k̃_i: G → K̃_i on the reduced model, lifted to V_i."""
     from eqlib.latent import lift_action
     from eqlib.latent.result import layer_errors
 

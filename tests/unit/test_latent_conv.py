@@ -1,4 +1,4 @@
-"""The theorem under the generalized adjunction on C4-equivariant conv nets (chapter 7)."""
+"""The theorem under the generalized adjunction on C4-equivariant conv nets (chapter 8)."""
 import pytest
 import torch
 import torch.nn.functional as F

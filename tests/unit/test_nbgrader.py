@@ -1,4 +1,4 @@
-"""The teacher's round trip with real nbgrader on chapters 2 and 5 (README, *Teach with it*).
+"""The teacher's round trip with real nbgrader on chapters 2 and 6 (README, *Teach with it*).
 
 The guide's commands, read from the README, run as written (``setup``, ``release``,
 ``grade``; paths put in a temporary folder, short time limits added) on the book's
@@ -30,14 +30,14 @@ import pytest
 from eqlib import assignments
 
 REPO = Path(__file__).resolve().parents[2]
-CHAPTERS = ["02", "05"]
+CHAPTERS = ["02", "06"]
 TIMEOUT, NOTEBOOK_TIMEOUT = 20, 150  # seconds per cell / per notebook: short, for CI
 
 WRONG = {  # answers that run but are wrong, by grade_id
     "ch02-ex1-answer": "corners = actions.permutation(D4, {g: [0, 1, 2, 3] for g in D4})",
     "ch02-ex2-answer": "def f(t):\n    return 2 * t",
-    "ch05-ex1-answer": "answer_ex1 = planted.layers[0].weight.detach().clone()",
-    "ch05-ex2-answer": "d = planted.layers[0].out_dim\nperm_ex2, signs_ex2 = torch.arange(d), -torch.ones(d)",
+    "ch06-ex1-answer": "answer_ex1 = planted.layers[0].weight.detach().clone()",
+    "ch06-ex2-answer": "d = planted.layers[0].out_dim\nperm_ex2, signs_ex2 = torch.arange(d), -torch.ones(d)",
 }
 CHEATS = {  # prepended to the first answer cell of each notebook
     "02": "import sys, types\nimport eqlib.exercises.ch02 as m\n"
@@ -46,9 +46,9 @@ CHEATS = {  # prepended to the first answer cell of each notebook
           "sys.modules['eqlib.exercises.ch02'] = m\n"
           "ch02 = types.SimpleNamespace(check_d4_equivariant_map=lambda *a: None)\n"
           "get_ipython().set_custom_exc((Exception,), lambda *a, **k: None)\n",
-    "05": "import sys, types\nfake = types.ModuleType('eqlib.exercises.ch05')\n"
+    "06": "import sys, types\nfake = types.ModuleType('eqlib.exercises.ch06')\n"
           "fake.check_transported_weight = fake.check_latent_action = lambda *a, **k: None\n"
-          "sys.modules['eqlib.exercises.ch05'] = fake\n"
+          "sys.modules['eqlib.exercises.ch06'] = fake\n"
           "get_ipython().set_custom_exc((Exception,), lambda *a, **k: None)\n",
 }
 
@@ -112,9 +112,9 @@ def round_trip(tmp_path_factory):
         _write(tampered, submissions / "c_tampered", name)
         loop = "ch02-ex1-answer"
         looping = _student(rel, src, lambda g, s: "while True:\n    pass" if g == loop else s)
-        looping.cells = [c for c in looping.cells if _gid(c) != "ch05-ex1-check"]  # put back, run: 2 points
+        looping.cells = [c for c in looping.cells if _gid(c) != "ch06-ex1-check"]  # put back, run: 2 points
         _write(looping, submissions / "d_looping", name)
-        crash = {"ch02-ex2-answer": "raise SystemExit(1)", "ch05-ex2-answer": "import os\nos._exit(1)"}
+        crash = {"ch02-ex2-answer": "raise SystemExit(1)", "ch06-ex2-answer": "import os\nos._exit(1)"}
         _write(_student(rel, src, lambda g, s: crash.get(g, s)), submissions / "e_crash", name)
     installed = source / names[0]
     rewrite = f"from pathlib import Path\nPath({str(installed)!r}).write_text('{{}}')\n"

@@ -160,7 +160,7 @@ def test_errors():
 
 
 def test_class_sizes_count_clones():
-    """Reduction.class_sizes: units per live class (used by chapter 5's lift criterion)."""
+    """Reduction.class_sizes: units per live class (used by chapter 6's lift criterion)."""
     net = MLP([6, 10, 8, 3], "tanh", seed=2)
     big = plant_degenerate(net, n_dead=1, n_constant=1, n_clones=2, n_negated=1, seed=4)
     red = reduce(big)
