@@ -4,6 +4,7 @@ Chapter: *Groups and actions* (book/part1/02_groups_and_actions).
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import torch
@@ -12,7 +13,8 @@ from ..actions import Action, check_equivariance, check_homomorphism, image_dihe
 from ..groups import dihedral
 from . import passed, require
 
-__all__ = ["check_corner_representation", "check_d4_equivariant_map"]
+__all__ = ["check_corner_representation", "check_d4_equivariant_map", "check_b3_orbit_stabilizer",
+           "check_b3_involutions"]
 
 
 def check_corner_representation(rho) -> None:
@@ -65,3 +67,65 @@ def check_d4_equivariant_map(f: Callable[[torch.Tensor], torch.Tensor], size: in
     require(errors[worst] < 1e-5, f"f is not D4-equivariant: for g = {worst.name} the relative error "
                                   f"‖f(ρ(g)x) − ρ(g)f(x)‖/‖f(x)‖ is {errors[worst]:.3g}")
     passed("Correct: f commutes with every rotation and mirror of the square.")
+
+
+def _signed_permutation_matrices(d: int) -> torch.Tensor:
+    """All 2^d d! signed permutation matrices of size d (B_d), as a (n, d, d) tensor."""
+    perms = torch.tensor(list(itertools.permutations(range(d))))
+    signs = torch.tensor(list(itertools.product((1.0, -1.0), repeat=d)))
+    eye = torch.eye(d)
+    P = eye[:, perms].permute(1, 0, 2)                      # P[k] e_j = e_{perm_k[j]}
+    return (signs[:, None, :, None] * P[None]).reshape(-1, d, d)
+
+
+def check_b3_orbit_stabilizer(orbit, stabilizer) -> None:
+    """ch02-ex3: the orbit (n, 3) and the stabilizer (k, 3, 3) of x = (2, 2, -5) under
+    the signed permutations of 3 neurons.
+
+    Chapter: *Groups and actions*.
+    """
+    for name, value, ndim in (("orbit3", orbit, 2), ("stab3", stabilizer, 3)):
+        require(value is not None, f"{name} is None: did you replace `raise NotImplementedError()`?")
+        require(isinstance(value, torch.Tensor) and value.ndim == ndim and value.shape[-1] == 3,
+                f"{name} must be a tensor of shape {'(n, 3)' if ndim == 2 else '(k, 3, 3)'}, got "
+                f"{tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__}")
+    mats = _signed_permutation_matrices(3)
+    x = torch.tensor([2.0, 2.0, -5.0])
+    truth = {tuple(v.tolist()) for v in mats @ x}
+    got = [tuple(v.tolist()) for v in orbit.float()]
+    require(len(set(got)) == len(got), f"orbit3 repeats points: {len(got)} rows but {len(set(got))} "
+            "distinct; keep each point of the orbit once (torch.unique(..., dim=0))")
+    require(set(got) <= truth, f"orbit3 holds {sorted(set(got) - truth)[:2]}, which no signed "
+            "permutation reaches from x = (2, 2, -5): entries must be a rearrangement of ±2, ±2, ±5")
+    require(set(got) == truth, f"orbit3 has {len(got)} points but the orbit has {len(truth)}: "
+            "every position of the ±5 and every sign pattern occurs")
+    stab = stabilizer.float()
+    require(stab.shape[1:] == (3, 3), f"stab3 must hold 3x3 matrices, got shape {tuple(stab.shape)}")
+    members = {tuple(m.flatten().tolist()) for m in mats}
+    require(all(tuple(m.flatten().tolist()) in members for m in stab),
+            "stab3 holds a matrix that is not a signed permutation matrix")
+    require(bool(torch.allclose(stab @ x, x.expand(len(stab), 3))), "stab3 holds a matrix that moves x")
+    require(len({tuple(m.flatten().tolist()) for m in stab}) == len(stab) == 2,
+            f"stab3 has {len(stab)} matrices (with repeats removed: "
+            f"{len({tuple(m.flatten().tolist()) for m in stab})}); by orbit-stabilizer it has "
+            f"48 / {len(truth)} = {48 // len(truth)}")
+    passed(f"Correct: |orbit| · |stabilizer| = {len(truth)} · 2 = 48 = |B3|.")
+
+
+def check_b3_involutions(count) -> None:
+    """ch02-ex5: the number of involutions (g ≠ e, g² = e) of the signed permutations of
+    3 neurons.
+
+    Chapter: *Groups and actions*.
+    """
+    require(count is not None, "n_involutions is None: did you replace `raise NotImplementedError()`?")
+    require(isinstance(count, int) and not isinstance(count, bool),
+            f"n_involutions must be an int, got {type(count).__name__}")
+    mats = _signed_permutation_matrices(3)
+    eye = torch.eye(3)
+    squares_to_e = int(torch.isclose(mats @ mats, eye).all(-1).all(-1).sum())
+    truth = squares_to_e - 1
+    require(count != squares_to_e, f"{count} counts the identity too: an involution is g ≠ e with g² = e")
+    require(count == truth, f"{count} is not the number of involutions of B3; check g @ g == identity "
+            "for all 48 elements and leave out the identity")
+    passed(f"Correct: B3 has {truth} involutions.")

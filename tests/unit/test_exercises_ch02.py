@@ -67,3 +67,48 @@ def test_d4_equivariant_map_right():
 def test_d4_equivariant_map_wrong(f, message):
     with pytest.raises(ExerciseError, match=message):
         ch02.check_d4_equivariant_map(f)
+
+
+def _b3():
+    mats = ch02._signed_permutation_matrices(3)
+    x = torch.tensor([2.0, 2.0, -5.0])
+    return mats, x
+
+
+def test_b3_orbit_stabilizer_right():
+    mats, x = _b3()
+    assert len(mats) == 48
+    orbit = torch.unique(mats @ x, dim=0)
+    stab = mats[(mats @ x == x).all(1)]
+    assert ch02.check_b3_orbit_stabilizer(orbit, stab) is None
+
+
+@pytest.mark.parametrize("which,message", [
+    ("repeats", "repeats points"), ("short", "the orbit has 24"), ("identity-only", "48 / 24"),
+    ("moves", "moves x"), ("none", "is None")])
+def test_b3_orbit_stabilizer_wrong(which, message):
+    mats, x = _b3()
+    orbit = torch.unique(mats @ x, dim=0)
+    stab = mats[(mats @ x == x).all(1)]
+    if which == "repeats":
+        orbit = mats @ x
+    elif which == "short":
+        orbit = orbit[:12]
+    elif which == "identity-only":
+        stab = torch.eye(3)[None]
+    elif which == "moves":
+        stab = torch.stack([torch.eye(3), -torch.eye(3)])
+    elif which == "none":
+        orbit = None
+    with pytest.raises(ExerciseError, match=message):
+        ch02.check_b3_orbit_stabilizer(orbit, stab)
+
+
+def test_b3_involutions():
+    assert ch02.check_b3_involutions(19) is None
+    with pytest.raises(ExerciseError, match="identity too"):
+        ch02.check_b3_involutions(20)
+    with pytest.raises(ExerciseError, match="not the number"):
+        ch02.check_b3_involutions(5)
+    with pytest.raises(ExerciseError, match="must be an int"):
+        ch02.check_b3_involutions(19.0)
