@@ -10,7 +10,7 @@ import torch
 from ..models.mlp import ACTIVATIONS
 from . import ExerciseError, passed, require
 
-__all__ = ["check_merge_clone", "check_fold_constant"]
+__all__ = ["check_merge_clone", "check_fold_constant", "check_lift"]
 
 
 def _two_layer(act: str, W1, b1, W2, b2, x):
@@ -77,3 +77,30 @@ def check_fold_constant(fold_constant: Callable) -> None:
             require(err < 1e-4, f"{act}, case {case}: the function changed by {err:.3g}; the neuron outputs the "
                     "constant σ(b1[j]), which b2 must absorb through W2[:, j]")
     passed("Correct: a constant neuron folds into the next layer's bias.")
+
+
+def check_lift(K) -> None:
+    """Exercise ch03-ex4: the lift K = A k̃ A* + (I - A A*) of k̃(m) = -1 through the
+    worked example's A = (1, -1, 0)^T, A* = (1, 0, 0).
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+    require(K is not None, "K_lift is None: did you replace `raise NotImplementedError()` with your answer?")
+    require(isinstance(K, torch.Tensor) and tuple(K.shape) == (3, 3),
+            f"K_lift must be a 3x3 tensor (it acts on the 3 hidden neurons), got "
+            f"{tuple(K.shape) if isinstance(K, torch.Tensor) else type(K).__name__}")
+    K = K.float()
+    A, A_star = torch.tensor([[1.0], [-1.0], [0.0]]), torch.tensor([[1.0, 0.0, 0.0]])
+    truth = A @ torch.tensor([[-1.0]]) @ A_star + torch.eye(3) - A @ A_star
+    without_term = A @ torch.tensor([[-1.0]]) @ A_star
+    require(not torch.allclose(K, without_term),
+            "K_lift is only A k̃ A*: it is singular (it kills everything off the image of A); "
+            "add the term I - A A*, which acts as the identity on what A* does not read")
+    require(torch.allclose(K @ K, torch.eye(3), atol=1e-5),
+            "K_lift squared is not the identity, but the lift of an involution is an involution "
+            "(exercise ch03-ex3): check the order of the factors A k̃ A*")
+    require(torch.allclose(K @ A, A @ torch.tensor([[-1.0]]), atol=1e-5),
+            "K_lift A ≠ A k̃: the lift must act on the embedded hidden vectors like k̃ does")
+    require(torch.allclose(K, truth, atol=1e-5), f"K_lift = {K.tolist()} is an involution with K A = A k̃ "
+            "but not the lift A k̃ A* + (I - A A*); compute exactly that formula")
+    passed("Correct: the lift is the involution [[-1, 0, 0], [2, 1, 0], [0, 0, 1]], not a signed permutation.")

@@ -54,3 +54,17 @@ def test_wrong_answers_fail_with_reasons():
 
     with pytest.raises(ExerciseError, match="not implemented"):
         check_fold_constant(todo)
+
+
+def test_lift_right_and_wrong():
+    from eqlib.exercises import ExerciseError, ch03
+    A, A_star = torch.tensor([[1.0], [-1.0], [0.0]]), torch.tensor([[1.0, 0.0, 0.0]])
+    k = torch.tensor([[-1.0]])
+    assert ch03.check_lift(A @ k @ A_star + torch.eye(3) - A @ A_star) is None
+    swap_negate = torch.tensor([[0.0, -1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    other = torch.tensor([[-1.0, 0.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, -1.0]])
+    for wrong, message in [(A @ k @ A_star, "add the term"), (torch.eye(3), "K_lift A"),
+                           (swap_negate, "K_lift A"), (other, "not the lift"), (None, "is None"),
+                           (torch.eye(2), "3x3"), (2 * torch.eye(3), "squared")]:
+        with pytest.raises(ExerciseError, match=message):
+            ch03.check_lift(wrong)
