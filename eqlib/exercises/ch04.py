@@ -1,6 +1,7 @@
 """Checkers for the exercises of *Parameter symmetries* (book/part1/04_parameter_symmetries)."""
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import torch
@@ -9,7 +10,8 @@ from ..models.mlp import MLP
 from ..symmetries import SymmetryGroup
 from . import ExerciseError, passed, require
 
-__all__ = ["check_transform", "check_relu_intertwiner_test", "check_linear_gelu_pair"]
+__all__ = ["check_transform", "check_relu_intertwiner_test", "check_linear_gelu_pair",
+           "check_parameter_orbit"]
 
 
 def check_transform(transform: Callable) -> None:
@@ -85,3 +87,33 @@ def check_linear_gelu_pair(W1, W2) -> None:
     require(err < 1e-4, f"x ↦ W2 gelu(W1 x) differs from 3x by up to {err:.3g} on [−5, 5]; "
             "use gelu(t) − gelu(−t) = t")
     passed("Correct: two GELU neurons pass a linear signal, so the latent map need not be a permutation.")
+
+
+def check_parameter_orbit(orbit_size, stabilizer_size) -> None:
+    """Exercise ch04-ex4: the orbit and stabilizer sizes of the 1 -> 3 -> 1 tanh parameter
+    W1 = (1, -1, 2)^T, b1 = (0.5, -0.5, 0), W2 = (1, -1, 3) under the 48 signed
+    permutations of the hidden neurons.
+
+    Chapter: *Parameter symmetries*.
+    """
+    for name, value in (("orbit_size", orbit_size), ("stabilizer_size", stabilizer_size)):
+        require(value is not None, f"{name} is None: did you replace `raise NotImplementedError()`?")
+        require(isinstance(value, int) and not isinstance(value, bool),
+                f"{name} must be an int, got {type(value).__name__}")
+    W1, b1 = torch.tensor([[1.0], [-1.0], [2.0]]), torch.tensor([0.5, -0.5, 0.0])
+    W2 = torch.tensor([[1.0, -1.0, 3.0]])
+    group = [torch.diag(torch.tensor(s)) @ torch.eye(3)[list(p)]
+             for s in itertools.product((1.0, -1.0), repeat=3)
+             for p in itertools.permutations(range(3))]
+    vectors = [tuple(torch.cat([(k @ W1).flatten(), k @ b1, (W2 @ k.T).flatten()]).tolist())
+               for k in group]
+    orbit, stab = len(set(vectors)), vectors.count(vectors[group.index(next(
+        k for k in group if torch.equal(k, torch.eye(3))))])
+    require(orbit_size * stabilizer_size == len(group),
+            f"orbit_size · stabilizer_size = {orbit_size * stabilizer_size}, but the orbit-stabilizer "
+            f"theorem says it is the group order {len(group)} (2³ · 3!)")
+    require(stabilizer_size != 1, "the stabilizer is not trivial: neuron 1 is a negated clone of neuron 0 "
+            "with the negated outgoing weight; which k exchanges them and still fixes θ?")
+    require((orbit_size, stabilizer_size) == (orbit, stab),
+            f"({orbit_size}, {stabilizer_size}) is not right; count the distinct vectors k·θ")
+    passed(f"Correct: the orbit has {orbit} parameter vectors and the stabilizer {stab} elements.")

@@ -36,3 +36,13 @@ def test_wrong_answers_fail_with_reasons():
         check_linear_gelu_pair([[1.0], [1.0]], [[1.5, 1.5]])
     with pytest.raises(ExerciseError, match="shape"):
         check_linear_gelu_pair([[1.0, -1.0]], [[3.0, -3.0]])
+
+
+def test_parameter_orbit_right_and_wrong():
+    from eqlib.exercises import ExerciseError, ch04
+    assert ch04.check_parameter_orbit(24, 2) is None
+    for orbit, stab, message in [(48, 1, "not trivial"), (24, 1, "orbit-stabilizer"),
+                                 (12, 4, "not right"), (None, 2, "is None"),
+                                 (24.0, 2, "must be an int")]:
+        with pytest.raises(ExerciseError, match=message):
+            ch04.check_parameter_orbit(orbit, stab)
