@@ -9,7 +9,8 @@ import torch
 from ..actions import Action
 from . import passed, require
 
-__all__ = ["check_symmetrized_weight", "check_abs_hidden_action", "ABS_W1", "ABS_W2"]
+__all__ = ["check_symmetrized_weight", "check_abs_hidden_action", "check_read_off_action", "ABS_W1",
+           "ABS_W2"]
 
 #: The invariant network f(x) = W_2 ReLU(W_1 x) = abs(x) of the chapter (x ∈ R, G = {±1}).
 ABS_W1 = torch.tensor([[1.0], [-1.0], [2.0]])
@@ -70,3 +71,31 @@ def check_abs_hidden_action(A) -> None:
     monomial = bool(((A.abs() > 1e-6).sum(0) == 1).all() and ((A.abs() > 1e-6).sum(1) == 1).all())
     require(not monomial, "A looks like a scaled permutation, which the chapter shows is impossible; check your A")
     passed("Correct: the hidden action exists, but it is not a (scaled) permutation, so ReLU does not commute with it.")
+
+
+def check_read_off_action(K2, net, rho: Action) -> None:
+    """ch01-ex4: ``K2`` is the hidden action of the mirror on the second hidden layer of
+    the planted network ``net``, read off by a least-squares fit and rounded: a signed
+    permutation with K2² = I and K2 f_{≤2}(x) = f_{≤2}(m·x).
+
+    Chapter: *Introduction*.
+    """
+    require(K2 is not None, "K2 is None: did you replace `raise NotImplementedError()` with your answer?")
+    K = _tensor(K2, "K2")
+    d = net.dims[2]
+    require(tuple(K.shape) == (d, d), f"K2 must be {d}x{d} (the second hidden layer has {d} neurons), "
+            f"got shape {tuple(K.shape)}")
+    require(bool(((K == 0) | (K.abs() == 1)).all()),
+            "K2 has entries other than 0 and ±1: round the fitted matrix (K2 = fit.A.round())")
+    require(bool(((K != 0).sum(0) == 1).all() and ((K != 0).sum(1) == 1).all()),
+            "K2 is not a signed permutation: some row or column has no or several nonzero entries; "
+            "fit on more inputs (the fit needs more samples than neurons)")
+    require(torch.equal(K @ K, torch.eye(d)), "K2² ≠ I, but m² = e, so the hidden action of m is an involution")
+    m = next(g for g in rho.group if g != rho.group.identity)
+    x = torch.randn(256, rho.dim, generator=torch.Generator().manual_seed(11))
+    with torch.no_grad():
+        h, h_m = net.prefix(2)(x), net.prefix(2)(rho.act(m, x))
+    err = float((h @ K.T - h_m).norm() / h_m.norm())
+    require(err < 1e-4, f"K2 f_≤2(x) differs from f_≤2(m·x) by {err:.2g} (relative): fit the map from the "
+            "activations of x to those of m·x, in that order")
+    passed("Correct: the fitted hidden action is a signed permutation involution.")

@@ -55,3 +55,30 @@ def test_abs_hidden_action_not_involution():
     A2 = A + torch.outer(w, torch.linalg.pinv(torch.stack([torch.tensor([1.0, 0, 2]), torch.tensor([0.0, 1, 0]), w], 1))[2])
     with pytest.raises(ExerciseError, match="A·A ≠ I"):
         ch01.check_abs_hidden_action(A2)
+
+
+@pytest.fixture(scope="module")
+def planted16():
+    from eqlib import groups
+    from eqlib.latent import plant_equivariant
+    rho16 = actions.mirror((1, 4, 4))
+    net, hidden = plant_equivariant(groups.flip(), rho16, rho16, [16, 12, 12, 16], seed=0)
+    return net, hidden, rho16
+
+
+def test_read_off_action_right(planted16):
+    net, hidden, rho16 = planted16
+    K2 = hidden[1].matrix(rho16.group["m"])
+    assert ch01.check_read_off_action(K2, net, rho16) is None
+
+
+def test_read_off_action_wrong(planted16):
+    net, hidden, rho16 = planted16
+    K2 = hidden[1].matrix(rho16.group["m"])
+    K1 = hidden[0].matrix(rho16.group["m"])
+    wrong = [(None, "is None"), (torch.eye(3), "12x12"), (0.5 * K2, "round"),
+             (K2 + torch.eye(12) * (torch.diagonal(K2) == 0), "not a signed permutation"),
+             (torch.roll(torch.eye(12), 1, 0), "K2² ≠ I"), (K1 @ K1 * 0 + torch.eye(12), "differs")]
+    for answer, message in wrong:
+        with pytest.raises(ExerciseError, match=message):
+            ch01.check_read_off_action(answer, net, rho16)
