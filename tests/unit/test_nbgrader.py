@@ -5,15 +5,18 @@ The guide's commands, read from the README, run as written (``setup``, ``release
 chapters as they are, with simulated students built from the released notebooks by
 grade_id (so prose changes do not matter):
 
-| student | submission | nbgrader | awarded |
-|---|---|---|---|
-| a_correct | the instructor's solutions | 8 | 8 |
-| b_wrong | wrong answers | 0 | 0 |
-| c_tampered | wrong answers, check cells replaced by ``pass``, points set to 1000, a check cell deleted, checkers overwritten, ``set_custom_exc``, ``sys.modules`` and the name ``ch02`` shadowed | 0 | 0, flagged |
-| d_looping | correct, but ``while True: pass`` in one answer (and a check cell deleted) | 6 | 6 |
-| e_crash | correct, but ``raise SystemExit`` in one answer, ``os._exit(1)`` in another | 4 | 4 |
-| f_files | rewrites an installed course file | - | 0, flagged; grading stops |
-| g_after | correct (never graded: grading stopped) | - | - |
+Expected scores are computed from the instructor's check cells (points by grade_id), so
+they follow the chapters as exercises are added:
+
+| student | submission | awarded |
+|---|---|---|
+| a_correct | the instructor's solutions | all points |
+| b_wrong | wrong answers | 0 |
+| c_tampered | wrong answers, check cells replaced by ``pass``, points set to 1000, a check cell deleted, checkers overwritten, ``set_custom_exc``, ``sys.modules`` and the name ``ch02`` shadowed | 0, flagged |
+| d_looping | correct, but ``while True: pass`` in ch02-ex1 (and a check cell deleted) | all but ch02-ex1 |
+| e_crash | correct, but ``raise SystemExit`` in ch02-ex2, ``os._exit(1)`` in ch06-ex2 | all but those two |
+| f_files | rewrites an installed course file | 0, flagged; grading stops |
+| g_after | correct (never graded: grading stopped) | - |
 """
 from __future__ import annotations
 
@@ -36,6 +39,8 @@ TIMEOUT, NOTEBOOK_TIMEOUT = 20, 150  # seconds per cell / per notebook: short, f
 WRONG = {  # answers that run but are wrong, by grade_id
     "ch02-ex1-answer": "corners = actions.permutation(D4, {g: [0, 1, 2, 3] for g in D4})",
     "ch02-ex2-answer": "def f(t):\n    return 2 * t",
+    "ch02-ex3-answer": "orbit3, stab3 = torch.eye(3), torch.eye(3)[None]",
+    "ch02-ex5-answer": "n_involutions = 20",
     "ch06-ex1-answer": "answer_ex1 = planted.layers[0].weight.detach().clone()",
     "ch06-ex2-answer": "d = planted.layers[0].out_dim\nperm_ex2, signs_ex2 = torch.arange(d), -torch.ones(d)",
 }
@@ -130,13 +135,30 @@ def round_trip(tmp_path_factory):
             "source": source, "seconds": seconds}
 
 
-@pytest.mark.parametrize("student, nbgrader_score, awarded, flagged", [
-    ("a_correct", 8, 8, False), ("b_wrong", 0, 0, False), ("c_tampered", 0, 0, True),
-    ("d_looping", 6, 6, False), ("e_crash", 4, 4, False)])
-def test_scores(round_trip, student, nbgrader_score, awarded, flagged):
+def _points() -> dict[str, float]:
+    """Points of every check cell of the instructor's chapters, by grade_id."""
+    points = {}
+    for path in sorted((REPO / "book").rglob("*.ipynb")):
+        if path.name[:2] in CHAPTERS:
+            for cell in nbformat.read(path, as_version=4).cells:
+                if _gid(cell).endswith("-check"):
+                    points[_gid(cell)] = float(cell.metadata["nbgrader"]["points"])
+    return points
+
+
+POINTS = _points()
+TOTAL = sum(POINTS.values())
+LOST = {"a_correct": [], "b_wrong": list(POINTS), "c_tampered": list(POINTS),
+        "d_looping": ["ch02-ex1-check"], "e_crash": ["ch02-ex2-check", "ch06-ex2-check"]}
+
+
+@pytest.mark.parametrize("student", sorted(LOST))
+def test_scores(round_trip, student):
     r = round_trip["scores"][student]
-    assert (r["nbgrader_score"], r["max_score"], r["awarded"]) == (nbgrader_score, 8, awarded), r
-    assert bool(r["flags"]) == flagged, r["flags"]
+    expected = TOTAL - sum(POINTS[g] for g in LOST[student])
+    nbgrader_expected = 0 if student == "c_tampered" else expected
+    assert (r["nbgrader_score"], r["max_score"], r["awarded"]) == (nbgrader_expected, TOTAL, expected), r
+    assert bool(r["flags"]) == (student == "c_tampered"), r["flags"]
 
 
 def test_tampering_is_flagged_with_cell_and_reason(round_trip):
@@ -152,7 +174,8 @@ def test_hidden_tests_catch_patched_checkers(round_trip):
     (reported although set_custom_exc hid the traceback) came from the hidden tests."""
     for path in sorted((round_trip["course"] / "autograded" / "c_tampered" / "exercises").glob("*.ipynb")):
         checks = [c for c in nbformat.read(path, as_version=4).cells if _gid(c).endswith("-check")]
-        assert len(checks) == 2, path.name  # the deleted check cell is back
+        n_checks = sum(g.startswith(f"ch{path.name[:2]}-") for g in POINTS)
+        assert len(checks) == n_checks, path.name  # the deleted check cell is back
         for cell in checks:
             errors = [o for o in cell.outputs if o.output_type == "error"]
             assert [e.ename for e in errors] == ["ExerciseError"], (path.name, _gid(cell), errors)
@@ -169,7 +192,7 @@ def test_csv_has_every_graded_student(round_trip):
     with open(round_trip["csv"]) as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
     assert set(rows) == set(round_trip["scores"])
-    assert float(rows["a_correct"]["awarded"]) == 8 and float(rows["c_tampered"]["awarded"]) == 0
+    assert float(rows["a_correct"]["awarded"]) == TOTAL and float(rows["c_tampered"]["awarded"]) == 0
 
 
 def test_round_trip_time(round_trip):
