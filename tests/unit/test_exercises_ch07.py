@@ -1,29 +1,25 @@
-import numpy as np
 import pytest
 import torch
 
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch08 import check_equivariant_positions, check_head_permutation
-from eqlib.latent.attention import patch_mirror_action, plant_attention_equivariant
+from eqlib.exercises.ch07 import check_bypass_weights, check_hidden_representation
 
 
-def test_positions_checker():
-    act = patch_mirror_action((1, 4, 4), 2)
-    P0 = torch.randn(4, 4)
-    m = act.group["m"]
-    good = (P0 + act.permute_tokens(m, P0) @ act.feature_matrix(m).T) / 2
-    assert check_equivariant_positions(good, act) is None
-    with pytest.raises(ExerciseError, match="Π_g P R_gᵀ"):
-        check_equivariant_positions(P0, act)
-    with pytest.raises(ExerciseError, match="useless"):
-        check_equivariant_positions(torch.zeros(4, 4), act)
+def test_hidden_representation():
+    P = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+    W1 = torch.tensor([[2.0, 0.0], [0.0, 3.0]]) @ P
+    rho0 = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+    rho1 = W1 @ rho0 @ torch.linalg.inv(W1)
+    assert check_hidden_representation(W1, rho0, rho1) is None
+    with pytest.raises(ExerciseError):
+        check_hidden_representation(W1, rho0, torch.eye(2))
 
 
-def test_head_permutation_checker():
-    act = patch_mirror_action((1, 4, 4), 2)
-    planted = plant_attention_equivariant(act, np.array([[0, 1, 2], [1, 0, 2]]), d_k=2, d_v=2, seed=0)
-    assert check_head_permutation(planted.head_perm["m"].tolist(), planted) is None
-    with pytest.raises(ExerciseError, match="not the head permutation"):
-        check_head_permutation([0, 1, 2] if planted.head_perm["m"].tolist() != [0, 1, 2] else [1, 0, 2], planted)
-    with pytest.raises(ExerciseError, match="not a permutation"):
-        check_head_permutation([0, 0, 1], planted)
+def test_bypass_weights():
+    W1 = torch.cat([torch.eye(2), -torch.eye(2)])
+    W2 = torch.cat([torch.eye(2), -torch.eye(2)], 1)
+    assert check_bypass_weights(W1, W2) is None
+    with pytest.raises(ExerciseError):
+        check_bypass_weights(W1, W2.abs())
+    with pytest.raises(ExerciseError):
+        check_bypass_weights(W1[:, :1], W2)

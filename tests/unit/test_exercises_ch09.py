@@ -1,26 +1,29 @@
-"""The chapter-9 checkers accept right answers and reject wrong ones with a message."""
 import pytest
 import torch
 
+from eqlib.actions import token_permutation
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch10 import check_gcnn_projection, check_relu_intertwiner
+from eqlib.exercises.ch09 import check_dense_adjunction, check_residual_invariant
+from eqlib.groups import symmetric
+from eqlib.models import Dense
 
 
-def right_intertwiner(a):
-    nz = a.abs() > 1e-9
-    return bool((nz.sum(0) == 1).all() and (nz.sum(1) == 1).all() and (a[nz] > 0).all())
+def test_dense_adjunction_checker():
+    G = symmetric(3)
+    act = token_permutation(G, 3, 2)
+    layer = Dense(6, 4, "tanh", seed=0)
+    g = G.generators[1]
+    x = torch.randn(10, 6)
+    assert check_dense_adjunction(layer.weight.detach() @ act.matrix(g), layer, act, g, x) is None
+    with pytest.raises(ExerciseError, match="differs"):
+        check_dense_adjunction(act.matrix(g)[:4, :6] * 0 + layer.weight.detach(), layer, act, g, x)
 
 
-def test_relu_intertwiner_checker():
-    assert check_relu_intertwiner(right_intertwiner) is None
-    # a common mistake: accepting signed permutations (the tanh answer)
-    with pytest.raises(ExerciseError, match="signed permutation|negative diagonal"):
-        check_relu_intertwiner(lambda a: bool(((a.abs() > 1e-9).sum(0) == 1).all() and ((a.abs() > 1e-9).sum(1) == 1).all()))
-
-
-def test_gcnn_projection_checker():
-    assert check_gcnn_projection(lambda w, po, pi: 0.5 * (w + w[po][:, pi].flip(-1))) is None
-    with pytest.raises(ExerciseError, match="does not satisfy"):
-        check_gcnn_projection(lambda w, po, pi: 0.5 * (w + w.flip(-1)))
+def test_residual_checker():
+    W1 = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(20, 3)
+    assert check_residual_invariant(-2 * torch.linalg.pinv(W1), W1, x) is None
+    with pytest.raises(ExerciseError, match="W2 W1 = −2 I"):
+        check_residual_invariant(torch.linalg.pinv(W1), W1, x)
     with pytest.raises(ExerciseError, match="shape"):
-        check_gcnn_projection(lambda w, po, pi: w[:, :2])
+        check_residual_invariant(torch.zeros(3, 3), W1, x)
