@@ -27,3 +27,21 @@ def test_head_permutation_checker():
         check_head_permutation([0, 1, 2] if planted.head_perm["m"].tolist() != [0, 1, 2] else [1, 0, 2], planted)
     with pytest.raises(ExerciseError, match="not a permutation"):
         check_head_permutation([0, 0, 1], planted)
+
+
+def test_turned_filter():
+    from eqlib.exercises.ch08 import check_turned_filter
+    from eqlib.groups import cyclic
+    from eqlib.latent.conv import rotate
+    from eqlib.models.convnet import SameConv
+
+    C4 = cyclic(4)
+    layer = SameConv(1, 2, 6, 3, seed=0)
+    W, r = layer.weight.detach(), C4["r"]
+    assert check_turned_filter(layer, r, rotate(W, ~r)) is None
+    with pytest.raises(ExerciseError, match="wrong way"):
+        check_turned_filter(layer, r, rotate(W, r))
+    with pytest.raises(ExerciseError, match="shape"):
+        check_turned_filter(layer, r, W[0])
+    with pytest.raises(ExerciseError, match="turn every filter"):
+        check_turned_filter(layer, r, W)
