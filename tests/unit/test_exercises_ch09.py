@@ -1,22 +1,32 @@
 import pytest
 import torch
 
-from eqlib.actions import token_permutation
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch09 import check_dense_adjunction, check_residual_invariant
-from eqlib.groups import symmetric
-from eqlib.models import Dense
+from eqlib.exercises.ch09 import (check_relating_count, check_residual_invariant,
+                                  check_sum_pair_adjunction)
+from eqlib.models.sets import DeepSetsLayer
 
 
-def test_dense_adjunction_checker():
-    G = symmetric(3)
-    act = token_permutation(G, 3, 2)
-    layer = Dense(6, 4, "tanh", seed=0)
-    g = G.generators[1]
-    x = torch.randn(10, 6)
-    assert check_dense_adjunction(layer.weight.detach() @ act.matrix(g), layer, act, g, x) is None
-    with pytest.raises(ExerciseError, match="differs"):
-        check_dense_adjunction(act.matrix(g)[:4, :6] * 0 + layer.weight.detach(), layer, act, g, x)
+def test_sum_pair_adjunction():
+    gen = torch.Generator().manual_seed(0)
+    Lam, Gam, b = torch.randn(3, 2, generator=gen), torch.randn(3, 2, generator=gen), torch.randn(2)
+    assert check_sum_pair_adjunction(Lam, Gam, b, (-Lam, Gam + Lam, b)) is None
+    with pytest.raises(ExerciseError, match="exchanges"):      # the mean formula
+        check_sum_pair_adjunction(Lam, Gam, b, (-Lam, Gam + 2 * Lam, b))
+    with pytest.raises(ExerciseError, match="tuple"):
+        check_sum_pair_adjunction(Lam, Gam, b, -Lam)
+    with pytest.raises(ExerciseError, match="shapes"):
+        check_sum_pair_adjunction(Lam, Gam, b, (-Lam.T, Gam, b))
+
+
+def test_relating_count():
+    p1, p2 = DeepSetsLayer(2, 2, 3, seed=0), DeepSetsLayer(2, 3, 2, seed=10)
+    x = torch.randn(16, 2, 2, generator=torch.Generator().manual_seed(0))
+    assert check_relating_count(1, p1, p2, x) is None          # generic: only k_1 = T
+    with pytest.raises(ExerciseError, match="not the number"):
+        check_relating_count(2, p1, p2, x)
+    with pytest.raises(ExerciseError, match="int"):
+        check_relating_count(1.0, p1, p2, x)
 
 
 def test_residual_checker():
