@@ -10,7 +10,8 @@ __all__ = ["check_transported_weight", "check_latent_action", "check_row_matcher
 
 
 def check_transported_weight(model, rho_in, g, answer) -> None:
-    """Exercise ch06-ex1: the first-layer weight of θ^g, W_1 ρ_in(g).
+    """Step 1 of the worked example (*The theorem by hand*): the first-layer weight of θ^g,
+    W_1 ρ_in(g).
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
@@ -25,7 +26,8 @@ def check_transported_weight(model, rho_in, g, answer) -> None:
 
 
 def check_latent_action(model, rho_in, g, perm, signs) -> None:
-    """Exercise ch06-ex2: k_1(g) as (perm, signs) with f_1(ρ_in(g) x) = k_1(g) f_1(x).
+    """Exercise ch06-ex1 and step 2 of the worked example: k_1(g) as (perm, signs) with
+    f_1(ρ_in(g) x) = k_1(g) f_1(x).
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """

@@ -117,12 +117,14 @@ def plot_latent_arrows(h, h_moved, k, title: str | None = None,
     for x0, values in ((0.0, h), (3.0, h_moved)):
         for y, v in zip(ys, values):
             ax.add_patch(plt.Circle((x0, y), 0.32, color=cmap(0.5 + 0.5 * v / lim), ec="k"))
-            ax.text(x0, y, f"{v:+.2f}", ha="center", va="center", fontsize=9)
+            ax.text(x0, y, f"{v:+.2f}", ha="center", va="center", fontsize=9,
+                    color="white" if abs(v) > 0.6 * lim else "black")
     for i, j in zip(*np.nonzero(np.abs(k) > 1e-9)):
         ax.annotate("", xy=(2.62, ys[i]), xytext=(0.38, ys[j]),
                     arrowprops={"arrowstyle": "->", "color": "0.3", "lw": 1.2})
-        tx, ty = 1.5, ys[j] + 0.62 * (ys[i] - ys[j])
-        ax.text(tx, ty + 0.12, f"{k[i, j]:+.3g}", ha="center", fontsize=9, color="tab:green")
+        tx, ty = 0.38 + 0.3 * 2.24, ys[j] + 0.3 * (ys[i] - ys[j])   # near the tail
+        ax.text(tx, ty, f"{k[i, j]:+.3g}", ha="center", va="center", fontsize=9,
+                color="tab:green", bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none"})
     for x0, label in ((0.0, labels[0]), (3.0, labels[1])):
         ax.text(x0, n - 0.35, label, ha="center", fontsize=11)
     ax.text(1.5, -0.85, f"arrows: {action}", ha="center", fontsize=10)
