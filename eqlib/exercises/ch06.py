@@ -5,11 +5,13 @@ import torch
 
 from . import passed, require
 
-__all__ = ["check_transported_weight", "check_latent_action"]
+__all__ = ["check_transported_weight", "check_latent_action", "check_row_matcher",
+           "check_clone_lift"]
 
 
 def check_transported_weight(model, rho_in, g, answer) -> None:
-    """Exercise ch06-ex1: the first-layer weight of θ^g, W_1 ρ_in(g).
+    """Step 1 of the worked example (*The theorem by hand*): the first-layer weight of θ^g,
+    W_1 ρ_in(g).
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
@@ -24,7 +26,8 @@ def check_transported_weight(model, rho_in, g, answer) -> None:
 
 
 def check_latent_action(model, rho_in, g, perm, signs) -> None:
-    """Exercise ch06-ex2: k_1(g) as (perm, signs) with f_1(ρ_in(g) x) = k_1(g) f_1(x).
+    """Exercise ch06-ex1 and step 2 of the worked example: k_1(g) as (perm, signs) with
+    f_1(ρ_in(g) x) = k_1(g) f_1(x).
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
@@ -42,3 +45,83 @@ def check_latent_action(model, rho_in, g, perm, signs) -> None:
     require(err < 1e-4, f"f_1(ρ_in(g) x) ≠ k f_1(x): relative error {err:.3g}. Match the rows of "
                         "[W_1 ρ_in(g) | b_1] with those of [W_1 | b_1] up to sign")
     passed(f"Correct: layer 1 is equivariant under your k_1(g) (error {err:.1e})")
+
+
+def _monomial(perm, signs, name: str):
+    perm = torch.as_tensor(perm).long().reshape(-1)
+    signs = torch.as_tensor(signs, dtype=torch.float32).reshape(-1)
+    d = len(perm)
+    require(signs.shape == (d,), f"{name}: perm and signs must have the same length, "
+                                 f"got {d} and {len(signs)}")
+    require(torch.equal(torch.sort(perm).values, torch.arange(d)),
+            f"{name}: perm must be a permutation of 0..{d - 1}, got {perm.tolist()}")
+    k = torch.zeros(d, d)
+    k[torch.arange(d), perm] = signs
+    return k
+
+
+def check_row_matcher(match_rows, model, rho_in, result) -> None:
+    """Exercise ch06-ex2: a hand-written signed row matcher ``match_rows(A, B)``.
+
+    ``match_rows(A, B)`` must return ``(perm, signs)`` with ``A[j] ≈ signs[j] B[perm[j]]``.
+    It is tried on random signed permutations of random rows (with a little noise) and
+    then on layer 1 of ``model``, where for every g of ``result.group`` it must give the
+    k_1(g) that ``latent_actions`` found (``result``).
+
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
+    """
+    require(callable(match_rows), f"match_rows must be a function, got {type(match_rows).__name__}")
+    gen = torch.Generator().manual_seed(61)
+    for n in (1, 3, 8):
+        B = torch.randn(n, 5, generator=gen)
+        perm, signs = torch.randperm(n, generator=gen), torch.randint(0, 2, (n,), generator=gen) * 2 - 1.0
+        A = signs[:, None] * B[perm] + 1e-4 * torch.randn(n, 5, generator=gen)
+        got = match_rows(A, B)
+        require(isinstance(got, tuple) and len(got) == 2,
+                "match_rows(A, B) must return a pair (perm, signs)")
+        k = _monomial(*got, name="match_rows")
+        expected = _monomial(perm, signs, name="test instance")
+        require(torch.equal(k, expected),
+                f"on a random {n}x5 instance with A[j] = s_j B[perm_j] your matcher returned "
+                f"perm {torch.as_tensor(got[0]).tolist()}, signs {torch.as_tensor(got[1]).tolist()}; "
+                f"expected perm {perm.tolist()}, signs {signs.tolist()}. Score pairs by |cos| "
+                "(signs allowed), maximise with linear_sum_assignment, read the sign of cos")
+    layer = model.layers[0]
+    W, b = layer.weight.detach(), layer.bias.detach()[:, None]
+    B = torch.cat([W, b], 1)
+    for g in result.group:
+        A = torch.cat([W @ rho_in.matrix(g), b], 1)
+        k = _monomial(*match_rows(A, B), name="match_rows")
+        require(torch.allclose(k, result.matrix(1, g), atol=1e-5),
+                f"for g = {g.name} your matcher gives a k_1(g) different from latent_actions'")
+    passed(f"Correct: your matcher recovers k_1(g) for all {result.group.order} elements")
+
+
+def check_clone_lift(model, cloned, rho_in, rho_out, g, answer) -> None:
+    """Exercise ch06-ex4: the lifted k_1(g) of a network with one cloned unit.
+
+    ``cloned`` must compute the same function as ``model`` with one more unit in layer 1,
+    and ``answer`` must be the (d+1)x(d+1) lift k_1(g) that ``latent_actions`` returns.
+
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
+    """
+    from ..latent import latent_actions
+
+    d = model.dims[1]
+    require(list(cloned.dims) == [model.dims[0], d + 1] + list(model.dims[2:]),
+            f"the cloned network must have widths {[model.dims[0], d + 1] + list(model.dims[2:])}, "
+            f"got {list(cloned.dims)}")
+    x = torch.randn(256, model.dims[0], generator=torch.Generator().manual_seed(62))
+    with torch.no_grad():
+        gap = float((cloned(x) - model(x)).abs().max())
+    require(gap < 1e-5, f"the cloned network computes a different function (gap {gap:.3g}): "
+                        "copy the row and bias of a unit, and split its outgoing column in two")
+    require(isinstance(answer, torch.Tensor) and tuple(answer.shape) == (d + 1, d + 1),
+            f"give k_1(g) as a ({d + 1}, {d + 1}) tensor")
+    res = latent_actions(cloned, rho_in, rho_out)
+    require(res.ok and res.weak, "latent_actions does not find a weakly identifiable network")
+    expected = res.matrix(1, g)
+    require(torch.allclose(answer.float(), expected, atol=1e-5),
+            f"not the lift: the lift is A k~ S + I - A S; its clone row mixes the clone with "
+            f"its representative's image (expected {expected.tolist()})")
+    passed("Correct: the clone's row of k_1(g) has three nonzero entries, so k_1(g) is not in K_1")

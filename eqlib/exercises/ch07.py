@@ -6,22 +6,7 @@ import torch.nn.functional as F
 
 from . import ExerciseError, passed, require
 
-__all__ = ["check_hidden_representation", "check_bypass_weights"]
-
-
-def check_hidden_representation(W1, rho0, answer) -> None:
-    """Exercise ch07-ex1: ρ_1 = W_1 ρ_0 W_1^{-1}, a positively scaled permutation with ρ_1 W_1 = W_1 ρ_0.
-
-    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
-    """
-    require(isinstance(answer, torch.Tensor), f"return a torch.Tensor, got {type(answer).__name__}")
-    require(answer.shape == W1.shape, f"ρ_1 has shape {tuple(W1.shape)}, got {tuple(answer.shape)}")
-    err = float((answer @ W1 - W1 @ rho0).norm() / (W1 @ rho0).norm())
-    require(err < 1e-4, f"ρ_1 W_1 ≠ W_1 ρ_0 (relative error {err:.3g}): solve for ρ_1 = W_1 ρ_0 W_1^{{-1}}")
-    nz = answer.abs() > 1e-4
-    require(bool((nz.sum(0) == 1).all() and (nz.sum(1) == 1).all()) and bool((answer[nz] > 0).all()),
-            "your ρ_1 is not a positively scaled permutation matrix (Proposition 2.3 says it must be)")
-    passed("Correct: ρ_1 is a positively scaled permutation and layer 1 is equivariant")
+__all__ = ["check_sigmoid_flip", "check_bypass_weights", "check_bypass_c4"]
 
 
 def check_bypass_weights(W1, W2) -> None:
@@ -39,3 +24,44 @@ def check_bypass_weights(W1, W2) -> None:
         raise ExerciseError(f"W_2 ReLU(W_1 x) differs from x (relative error {err:.3g}); "
                             "use ReLU(t) − ReLU(−t) = t for each coordinate")
     passed("Correct: the ReLU layer passes x through linearly")
+
+
+def check_sigmoid_flip(D, c) -> None:
+    """Exercise ch07-ex1: the affine map with σ(−z) = D σ(z) + c for the logistic sigmoid.
+
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
+    """
+    require(isinstance(D, torch.Tensor) and isinstance(c, torch.Tensor),
+            f"D and c must be torch tensors, got {type(D).__name__} and {type(c).__name__}")
+    n = len(c)
+    require(D.shape == (n, n) and c.shape == (n,),
+            f"D must be ({n}, {n}) and c ({n},), got {tuple(D.shape)} and {tuple(c.shape)}")
+    z = 3 * torch.randn(512, n, generator=torch.Generator().manual_seed(71))
+    err = float((torch.sigmoid(-z) - (torch.sigmoid(z) @ D.float().T + c.float())).abs().max())
+    require(err < 1e-5, f"σ(−z) ≠ D σ(z) + c (largest gap {err:.3g}). Compute σ(t) + σ(−t) "
+                        "for one number t: it does not depend on t")
+    passed("Correct: σ(−z) = 1 − σ(z), so a sigmoid layer turns the sign flip into an "
+           "affine map, not a linear one")
+
+
+def check_bypass_c4(k) -> None:
+    """Exercise ch07-ex4: the permutation k_1(r) of the GELU bypass network for C_4.
+
+    The bypass layer is f_1(x) = GELU(W_1 x) with W_1 = (I; −I) on R², and r rotates
+    by 90°; ``k`` must satisfy f_1(r x) = k f_1(x) and be a permutation matrix.
+
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
+    """
+    require(isinstance(k, torch.Tensor) and k.shape == (4, 4),
+            f"k must be a (4, 4) torch.Tensor, got {getattr(k, 'shape', type(k).__name__)}")
+    k = k.float()
+    is_perm = bool(((k == 0) | (k == 1)).all() and (k.sum(0) == 1).all() and (k.sum(1) == 1).all())
+    require(is_perm, "k must be a permutation matrix (0/1 entries, one 1 per row and column)")
+    W1 = torch.cat([torch.eye(2), -torch.eye(2)])
+    rot = torch.tensor([[0.0, -1.0], [1.0, 0.0]])
+    x = torch.randn(256, 2, generator=torch.Generator().manual_seed(72))
+    lhs, rhs = F.gelu(x @ (W1 @ rot).T), F.gelu(x @ W1.T) @ k.T
+    err = float((lhs - rhs).abs().max())
+    require(err < 1e-5, f"GELU(W_1 r x) ≠ k GELU(W_1 x) (largest gap {err:.3g}). Write W_1 r: "
+                        "which row of W_1 is each of its rows?")
+    passed("Correct: for C_4 the bypass layer is equivariant under a permutation in K_1")

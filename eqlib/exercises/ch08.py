@@ -9,7 +9,7 @@ import torch
 
 from . import ExerciseError, passed, require
 
-__all__ = ["check_equivariant_positions", "check_head_permutation"]
+__all__ = ["check_equivariant_positions", "check_head_permutation", "check_turned_filter"]
 
 
 def check_equivariant_positions(P, action) -> None:
@@ -34,7 +34,7 @@ def check_equivariant_positions(P, action) -> None:
 
 
 def check_head_permutation(answer, planted) -> None:
-    """ch08-ex2: ``answer`` is τ_m as a list (head h on x ↔ head τ(h) on m·x) for the
+    """ch08-ex4: ``answer`` is τ_m as a list (head h on x ↔ head τ(h) on m·x) for the
     planted layer.
 
     Chapter: *Attention*.
@@ -50,3 +50,27 @@ def check_head_permutation(answer, planted) -> None:
             f"{tau.tolist()} is not the head permutation of this layer; did you read it in the right direction "
             "(τ(h) = the head of m·x that does what head h does on x)?")
     passed(f"Correct: τ_m = {truth.tolist()}.")
+
+
+def check_turned_filter(layer, g, answer) -> None:
+    """ch08-ex2: the filters rot_g⁻¹ W of the generalized adjunction of a conv layer,
+    with conv(rot_g x; W) = rot_g conv(x; rot_g⁻¹ W).
+
+    Chapter: *Attention and convolutions* (book/part2/08_attention).
+    """
+    from ..latent.conv import rotate
+    from ..models import Model
+    from ..latent.conv import transport_conv
+
+    W = layer.weight.detach()
+    require(isinstance(answer, torch.Tensor), f"answer must be a torch.Tensor, got {type(answer).__name__}")
+    require(tuple(answer.shape) == tuple(W.shape),
+            f"the turned filters have the shape of W, {tuple(W.shape)}; got {tuple(answer.shape)}")
+    (expected, _), = transport_conv(Model([layer]), g)
+    if not torch.allclose(answer.float(), expected, atol=1e-6):
+        other = rotate(W, g)
+        hint = ("you turned the filters the wrong way: the adjunction needs rot_g⁻¹ W"
+                if torch.allclose(answer.float(), other, atol=1e-6) and not torch.allclose(other, expected)
+                else "turn every filter (the last two axes) back by g, e.g. with rotate(W, ~g)")
+        raise ExerciseError(f"conv(rot_g x; W) ≠ rot_g conv(x; answer): {hint}")
+    passed("Correct: turning the input turns the output, with the filters turned back")

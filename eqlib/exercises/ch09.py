@@ -8,31 +8,13 @@ import torch
 
 from . import ExerciseError, passed, require
 
-__all__ = ["check_dense_adjunction", "check_residual_invariant"]
+__all__ = ["check_sum_pair_adjunction", "check_residual_invariant", "check_relating_count"]
 
 
 def _tensor(x, name: str) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise ExerciseError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     return x.detach().to(torch.get_default_dtype())
-
-
-def check_dense_adjunction(W_prime, layer, action, g, x) -> None:
-    """ch09-ex1: W' must give layer(g·x) = σ(W' x + b) on the probes x.
-
-    Chapter: *Where the theorem does not apply*.
-    """
-    W_prime = _tensor(W_prime, "W_prime")
-    require(tuple(W_prime.shape) == tuple(layer.weight.shape),
-            f"W' must have the shape of W, {tuple(layer.weight.shape)}; got {tuple(W_prime.shape)}")
-    with torch.no_grad():
-        want = layer(action.act(g, x))
-        got = torch.tanh(x @ W_prime.T + layer.bias) if layer.activation == "tanh" else None
-    require(got is not None, "this checker expects a tanh layer")
-    err = float((got - want).norm() / want.norm())
-    require(err < 1e-4, f"σ(W' x + b) differs from f(g·x) (relative error {err:.3g}); "
-                        "W' should precompose W with ρ(g)")
-    passed("Correct: W' = W ρ(g) moves g from the input onto the parameters.")
 
 
 def check_residual_invariant(W2, W1, x) -> None:
@@ -52,3 +34,56 @@ def check_residual_invariant(W2, W1, x) -> None:
     require(err < 1e-4, f"f(−x) ≠ f(x) (relative error {err:.3g}); use relu(z) − relu(−z) = z: "
                         "you need W2 W1 = −2 I")
     passed("Correct: the block is invariant (W2 W1 = −2 I).")
+
+
+def check_sum_pair_adjunction(Lam, Gam, b, answer) -> None:
+    """ch09-ex1: for a sum-pooling layer on sets of two, σ(X_i Λ + (X_1 + X_2) Γ + b),
+    ``answer = (Λ', Γ', b')`` must satisfy f(T X; θ) = f(X; θ') with T the swap.
+
+    Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
+    """
+    require(isinstance(answer, (tuple, list)) and len(answer) == 3,
+            "give the answer as a tuple (Lam_prime, Gam_prime, b_prime)")
+    Lp, Gp, bp = (_tensor(t, n) for t, n in zip(answer, ("Lam_prime", "Gam_prime", "b_prime")))
+    require(Lp.shape == Lam.shape and Gp.shape == Gam.shape and bp.shape == b.shape,
+            f"θ' has the shapes of θ: {tuple(Lam.shape)}, {tuple(Gam.shape)}, {tuple(b.shape)}")
+
+    def layer(X, L, G, c):
+        return torch.tanh(X @ L + X.sum(-2, keepdim=True) @ G + c)
+
+    X = torch.randn(64, 2, Lam.shape[0], generator=torch.Generator().manual_seed(91))
+    want, got = layer(X.flip(-2), Lam, Gam, b), layer(X, Lp, Gp, bp)
+    err = float((got - want).norm() / want.norm())
+    require(err < 1e-5, f"f(X; θ') ≠ f(T X; θ) (relative error {err:.3g}). Write row 1 of the "
+                        "pre-activation as X_1(Λ + Γ) + X_2 Γ + b and ask which (Λ', Γ') "
+                        "exchanges the two coefficients")
+    passed("Correct: with a sum, T·θ = (−Λ, Γ + Λ, b); with the course's mean it is (−Λ, Γ + 2Λ, b)")
+
+
+def check_relating_count(answer, layer1, layer2, x) -> None:
+    """ch09-ex4: the number of symmetries of V_1 (``pair_set_symmetries``) relating θ^T to
+    θ for the two-layer pair network ``(layer1, layer2)`` on the probes ``x``.
+
+    Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
+    """
+    import copy
+
+    from ..latent.generalized import pair_set_symmetries, relating_sequences
+    from ..models.sets import pair_swap_parameters
+
+    require(isinstance(answer, int) and not isinstance(answer, bool),
+            f"give the count as an int, got {answer!r}")
+
+    def swapped(layer):
+        new = copy.deepcopy(layer)
+        with torch.no_grad():
+            for name, value in pair_swap_parameters(layer).items():
+                getattr(new, name).copy_(value)
+        return new
+
+    K1 = pair_set_symmetries(layer1.Lam.shape[1])
+    found = relating_sequences([layer1, layer2], [swapped(layer1), swapped(layer2)], [K1], x)
+    require(answer == len(found),
+            f"{answer} is not the number of relating symmetries: run relating_sequences "
+            "with the candidates pair_set_symmetries(d) and count what it returns")
+    passed(f"Correct: {len(found)} symmetries relate θ^T to θ, so θ is not identifiable")

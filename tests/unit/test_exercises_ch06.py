@@ -1,25 +1,105 @@
 import pytest
 import torch
 
+from eqlib.actions import mirror, trivial
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch07 import check_bypass_weights, check_hidden_representation
+from eqlib.exercises.ch06 import (check_clone_lift, check_latent_action, check_row_matcher,
+                                  check_transported_weight)
+from eqlib.groups import flip
+from eqlib.latent import latent_actions, match_units, plant_equivariant
+from eqlib.models import MLP
 
 
-def test_hidden_representation():
-    P = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
-    W1 = torch.tensor([[2.0, 0.0], [0.0, 3.0]]) @ P
-    rho0 = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
-    rho1 = W1 @ rho0 @ torch.linalg.inv(W1)
-    assert check_hidden_representation(W1, rho0, rho1) is None
+@pytest.fixture(scope="module")
+def planted():
+    G = flip()
+    rin, rout = mirror((1, 4, 4)), trivial(G, 3)
+    net, _ = plant_equivariant(G, rin, rout, [16, 12, 3], "tanh", seed=0)
+    return G, rin, rout, net
+
+
+def test_transported_weight(planted):
+    G, rin, _, net = planted
+    W = net.layers[0].weight.detach()
+    assert check_transported_weight(net, rin, G["m"], W @ rin.matrix(G["m"])) is None
     with pytest.raises(ExerciseError):
-        check_hidden_representation(W1, rho0, torch.eye(2))
+        check_transported_weight(net, rin, G["m"], W * 2)
 
 
-def test_bypass_weights():
-    W1 = torch.cat([torch.eye(2), -torch.eye(2)])
-    W2 = torch.cat([torch.eye(2), -torch.eye(2)], 1)
-    assert check_bypass_weights(W1, W2) is None
+def test_latent_action(planted):
+    G, rin, rout, net = planted
+    perm, signs = latent_actions(net, rin, rout).structured(1, G["m"])
+    assert check_latent_action(net, rin, G["m"], perm, signs) is None
     with pytest.raises(ExerciseError):
-        check_bypass_weights(W1, W2.abs())
+        check_latent_action(net, rin, G["m"], perm, -signs)
     with pytest.raises(ExerciseError):
-        check_bypass_weights(W1[:, :1], W2)
+        check_latent_action(net, rin, G["m"], torch.zeros(12), signs)
+
+
+def test_transported_weight_wrong_shape(planted):
+    G, rin, _, net = planted
+    with pytest.raises(ExerciseError, match="shape"):
+        check_transported_weight(net, rin, G["m"], torch.zeros(3, 3))
+
+
+def _reference_matcher(A, B):
+    perm, signs, _ = match_units(A, B, signed=True)
+    return perm, signs
+
+
+def test_row_matcher(planted):
+    G, rin, rout, net = planted
+    res = latent_actions(net, rin, rout)
+    assert check_row_matcher(_reference_matcher, net, rin, res) is None
+
+    def unsigned(A, B):                      # ignores signs: wrong on a sign flip
+        perm, _ = _reference_matcher(A, B)
+        return perm, torch.ones(len(perm))
+
+    with pytest.raises(ExerciseError, match="expected perm"):
+        check_row_matcher(unsigned, net, rin, res)
+    with pytest.raises(ExerciseError, match="pair"):
+        check_row_matcher(lambda A, B: _reference_matcher(A, B)[0], net, rin, res)
+    with pytest.raises(ExerciseError, match="function"):
+        check_row_matcher(None, net, rin, res)
+
+
+def _small():
+    net = MLP([2, 2, 2, 1], "tanh", seed=0)
+    weights = [([[2.0, -1.0], [1.0, -2.0]], [0.5, -0.5]),
+               ([[1.0, 0.5], [-0.5, -1.0]], [0.3, 0.3]), ([[1.0, 1.0]], [0.2])]
+    with torch.no_grad():
+        for layer, (W, b) in zip(net.layers, weights):
+            layer.weight.copy_(torch.tensor(W))
+            layer.bias.copy_(torch.tensor(b))
+    return net
+
+
+def _cloned(small, first=0.5, second=0.5):
+    net = MLP([2, 3, 2, 1], "tanh", seed=0)
+    with torch.no_grad():
+        W1, b1, W2 = small.layers[0].weight, small.layers[0].bias, small.layers[1].weight
+        net.layers[0].weight.copy_(torch.cat([W1, W1[:1]]))
+        net.layers[0].bias.copy_(torch.cat([b1, b1[:1]]))
+        net.layers[1].weight.copy_(
+            torch.cat([W2[:, :1] * first, W2[:, 1:], W2[:, :1] * second], 1))
+        net.layers[1].bias.copy_(small.layers[1].bias)
+        net.layers[2].weight.copy_(small.layers[2].weight)
+        net.layers[2].bias.copy_(small.layers[2].bias)
+    return net
+
+
+def test_clone_lift():
+    G, m = flip(), flip()["m"]
+    swap, rout = mirror((1, 1, 2)), trivial(G, 1)
+    small = _small()
+    lift = torch.tensor([[0.0, -1.0, 0.0], [-1.0, 0.0, 0.0], [-1.0, -1.0, 1.0]])
+    assert check_clone_lift(small, _cloned(small), swap, rout, m, lift) is None
+    with pytest.raises(ExerciseError, match="not the lift"):   # the reduced action, padded
+        pad = torch.zeros(3, 3)
+        pad[:2, :2], pad[2, 2] = lift[:2, :2], 1.0
+        check_clone_lift(small, _cloned(small), swap, rout, m, pad)
+    with pytest.raises(ExerciseError, match="different function"):
+        check_clone_lift(small, _cloned(small, first=1.0, second=1.0), swap, rout, m, lift)
+    with pytest.raises(ExerciseError, match="widths"):
+        check_clone_lift(small, small, swap, rout, m, lift)

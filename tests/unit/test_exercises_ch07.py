@@ -1,29 +1,35 @@
-import numpy as np
 import pytest
 import torch
 
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch08 import check_equivariant_positions, check_head_permutation
-from eqlib.latent.attention import patch_mirror_action, plant_attention_equivariant
+from eqlib.exercises.ch07 import check_bypass_c4, check_bypass_weights, check_sigmoid_flip
 
 
-def test_positions_checker():
-    act = patch_mirror_action((1, 4, 4), 2)
-    P0 = torch.randn(4, 4)
-    m = act.group["m"]
-    good = (P0 + act.permute_tokens(m, P0) @ act.feature_matrix(m).T) / 2
-    assert check_equivariant_positions(good, act) is None
-    with pytest.raises(ExerciseError, match="Π_g P R_gᵀ"):
-        check_equivariant_positions(P0, act)
-    with pytest.raises(ExerciseError, match="useless"):
-        check_equivariant_positions(torch.zeros(4, 4), act)
+def test_sigmoid_flip():
+    assert check_sigmoid_flip(-torch.eye(3), torch.ones(3)) is None
+    with pytest.raises(ExerciseError, match="does not depend"):
+        check_sigmoid_flip(-torch.eye(3), torch.zeros(3))          # linear: misses the 1
+    with pytest.raises(ExerciseError, match="must be"):
+        check_sigmoid_flip(-torch.eye(2), torch.ones(3))
+    with pytest.raises(ExerciseError, match="torch tensors"):
+        check_sigmoid_flip([[-1.0]], torch.ones(1))
 
 
-def test_head_permutation_checker():
-    act = patch_mirror_action((1, 4, 4), 2)
-    planted = plant_attention_equivariant(act, np.array([[0, 1, 2], [1, 0, 2]]), d_k=2, d_v=2, seed=0)
-    assert check_head_permutation(planted.head_perm["m"].tolist(), planted) is None
-    with pytest.raises(ExerciseError, match="not the head permutation"):
-        check_head_permutation([0, 1, 2] if planted.head_perm["m"].tolist() != [0, 1, 2] else [1, 0, 2], planted)
-    with pytest.raises(ExerciseError, match="not a permutation"):
-        check_head_permutation([0, 0, 1], planted)
+def test_bypass_weights():
+    W1 = torch.cat([torch.eye(2), -torch.eye(2)])
+    W2 = torch.cat([torch.eye(2), -torch.eye(2)], 1)
+    assert check_bypass_weights(W1, W2) is None
+    with pytest.raises(ExerciseError):
+        check_bypass_weights(W1, W2.abs())
+    with pytest.raises(ExerciseError):
+        check_bypass_weights(W1[:, :1], W2)
+
+
+def test_bypass_c4():
+    k = torch.zeros(4, 4)
+    k[[0, 1, 2, 3], [3, 0, 1, 2]] = 1.0          # (x1, x2, -x1, -x2) -> (-x2, x1, x2, -x1)
+    assert check_bypass_c4(k) is None
+    with pytest.raises(ExerciseError, match="largest gap"):
+        check_bypass_c4(k.T)                     # the rotation the other way
+    with pytest.raises(ExerciseError, match="permutation matrix"):
+        check_bypass_c4(-k)

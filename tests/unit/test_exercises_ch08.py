@@ -1,29 +1,47 @@
+import numpy as np
 import pytest
 import torch
 
-from eqlib.actions import token_permutation
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch09 import check_dense_adjunction, check_residual_invariant
-from eqlib.groups import symmetric
-from eqlib.models import Dense
+from eqlib.exercises.ch08 import check_equivariant_positions, check_head_permutation
+from eqlib.latent.attention import patch_mirror_action, plant_attention_equivariant
 
 
-def test_dense_adjunction_checker():
-    G = symmetric(3)
-    act = token_permutation(G, 3, 2)
-    layer = Dense(6, 4, "tanh", seed=0)
-    g = G.generators[1]
-    x = torch.randn(10, 6)
-    assert check_dense_adjunction(layer.weight.detach() @ act.matrix(g), layer, act, g, x) is None
-    with pytest.raises(ExerciseError, match="differs"):
-        check_dense_adjunction(act.matrix(g)[:4, :6] * 0 + layer.weight.detach(), layer, act, g, x)
+def test_positions_checker():
+    act = patch_mirror_action((1, 4, 4), 2)
+    P0 = torch.randn(4, 4)
+    m = act.group["m"]
+    good = (P0 + act.permute_tokens(m, P0) @ act.feature_matrix(m).T) / 2
+    assert check_equivariant_positions(good, act) is None
+    with pytest.raises(ExerciseError, match="Π_g P R_gᵀ"):
+        check_equivariant_positions(P0, act)
+    with pytest.raises(ExerciseError, match="useless"):
+        check_equivariant_positions(torch.zeros(4, 4), act)
 
 
-def test_residual_checker():
-    W1 = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
-    x = torch.randn(20, 3)
-    assert check_residual_invariant(-2 * torch.linalg.pinv(W1), W1, x) is None
-    with pytest.raises(ExerciseError, match="W2 W1 = −2 I"):
-        check_residual_invariant(torch.linalg.pinv(W1), W1, x)
+def test_head_permutation_checker():
+    act = patch_mirror_action((1, 4, 4), 2)
+    planted = plant_attention_equivariant(act, np.array([[0, 1, 2], [1, 0, 2]]), d_k=2, d_v=2, seed=0)
+    assert check_head_permutation(planted.head_perm["m"].tolist(), planted) is None
+    with pytest.raises(ExerciseError, match="not the head permutation"):
+        check_head_permutation([0, 1, 2] if planted.head_perm["m"].tolist() != [0, 1, 2] else [1, 0, 2], planted)
+    with pytest.raises(ExerciseError, match="not a permutation"):
+        check_head_permutation([0, 0, 1], planted)
+
+
+def test_turned_filter():
+    from eqlib.exercises.ch08 import check_turned_filter
+    from eqlib.groups import cyclic
+    from eqlib.latent.conv import rotate
+    from eqlib.models.convnet import SameConv
+
+    C4 = cyclic(4)
+    layer = SameConv(1, 2, 6, 3, seed=0)
+    W, r = layer.weight.detach(), C4["r"]
+    assert check_turned_filter(layer, r, rotate(W, ~r)) is None
+    with pytest.raises(ExerciseError, match="wrong way"):
+        check_turned_filter(layer, r, rotate(W, r))
     with pytest.raises(ExerciseError, match="shape"):
-        check_residual_invariant(torch.zeros(3, 3), W1, x)
+        check_turned_filter(layer, r, W[0])
+    with pytest.raises(ExerciseError, match="turn every filter"):
+        check_turned_filter(layer, r, W)

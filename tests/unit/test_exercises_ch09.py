@@ -1,26 +1,39 @@
-"""The chapter-9 checkers accept right answers and reject wrong ones with a message."""
 import pytest
 import torch
 
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch10 import check_gcnn_projection, check_relu_intertwiner
+from eqlib.exercises.ch09 import (check_relating_count, check_residual_invariant,
+                                  check_sum_pair_adjunction)
+from eqlib.models.sets import DeepSetsLayer
 
 
-def right_intertwiner(a):
-    nz = a.abs() > 1e-9
-    return bool((nz.sum(0) == 1).all() and (nz.sum(1) == 1).all() and (a[nz] > 0).all())
+def test_sum_pair_adjunction():
+    gen = torch.Generator().manual_seed(0)
+    Lam, Gam, b = torch.randn(3, 2, generator=gen), torch.randn(3, 2, generator=gen), torch.randn(2)
+    assert check_sum_pair_adjunction(Lam, Gam, b, (-Lam, Gam + Lam, b)) is None
+    with pytest.raises(ExerciseError, match="exchanges"):      # the mean formula
+        check_sum_pair_adjunction(Lam, Gam, b, (-Lam, Gam + 2 * Lam, b))
+    with pytest.raises(ExerciseError, match="tuple"):
+        check_sum_pair_adjunction(Lam, Gam, b, -Lam)
+    with pytest.raises(ExerciseError, match="shapes"):
+        check_sum_pair_adjunction(Lam, Gam, b, (-Lam.T, Gam, b))
 
 
-def test_relu_intertwiner_checker():
-    assert check_relu_intertwiner(right_intertwiner) is None
-    # a common mistake: accepting signed permutations (the tanh answer)
-    with pytest.raises(ExerciseError, match="signed permutation|negative diagonal"):
-        check_relu_intertwiner(lambda a: bool(((a.abs() > 1e-9).sum(0) == 1).all() and ((a.abs() > 1e-9).sum(1) == 1).all()))
+def test_relating_count():
+    p1, p2 = DeepSetsLayer(2, 2, 3, seed=0), DeepSetsLayer(2, 3, 2, seed=10)
+    x = torch.randn(16, 2, 2, generator=torch.Generator().manual_seed(0))
+    assert check_relating_count(1, p1, p2, x) is None          # generic: only k_1 = T
+    with pytest.raises(ExerciseError, match="not the number"):
+        check_relating_count(2, p1, p2, x)
+    with pytest.raises(ExerciseError, match="int"):
+        check_relating_count(1.0, p1, p2, x)
 
 
-def test_gcnn_projection_checker():
-    assert check_gcnn_projection(lambda w, po, pi: 0.5 * (w + w[po][:, pi].flip(-1))) is None
-    with pytest.raises(ExerciseError, match="does not satisfy"):
-        check_gcnn_projection(lambda w, po, pi: 0.5 * (w + w.flip(-1)))
+def test_residual_checker():
+    W1 = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(20, 3)
+    assert check_residual_invariant(-2 * torch.linalg.pinv(W1), W1, x) is None
+    with pytest.raises(ExerciseError, match="W2 W1 = −2 I"):
+        check_residual_invariant(torch.linalg.pinv(W1), W1, x)
     with pytest.raises(ExerciseError, match="shape"):
-        check_gcnn_projection(lambda w, po, pi: w[:, :2])
+        check_residual_invariant(torch.zeros(3, 3), W1, x)
