@@ -175,13 +175,15 @@ def parse_seeds(text: str) -> tuple[int, ...]:
 
 
 def build_parser(prog: str, description: str, parts: Sequence[str] = (),
-                 default_out: str = "results", progress: bool = True) -> argparse.ArgumentParser:
+                 default_out: str = "results", progress: bool = True,
+                 default_parts: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The command line every experiment shares.
 
     Flags: ``--budget``, ``--device``, ``--seed N`` or ``--seeds 0,1,2``, ``--set KEY=VALUE``
     (repeatable), ``--parts a,b`` (when ``parts`` is non-empty), ``--out``, ``--data``,
     ``--progress/--no-progress`` (default ``progress``), ``--no-download``. Read the
     arguments with :func:`parse_args`, which checks ``--out`` before anything else.
+    ``default_parts`` (default: all ``parts``) are run when ``--parts`` is not given.
 
     Chapters: Part III, *Experiments*.
     """
@@ -199,7 +201,8 @@ def build_parser(prog: str, description: str, parts: Sequence[str] = (),
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a setting of the budget, e.g. --set epochs=40 (repeatable)")
     if parts:
-        p.add_argument("--parts", default=",".join(parts),
+        p.add_argument("--parts", default=",".join(parts if default_parts is None
+                                                   else default_parts),
                        help=f"comma-separated subset of {','.join(parts)}")
     p.add_argument("--data", default=None, help="CIFAR-10 folder or archive (default $EQLIB_DATA)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress,
@@ -296,7 +299,8 @@ def numbers_differ(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0,
     Chapters: Part III, *Experiments*.
     """
     if isinstance(a, bool) or isinstance(b, bool):
-        return [] if a == b else [f"{path or '.'}: {a!r} != {b!r}"]
+        same = isinstance(a, bool) and isinstance(b, bool) and a == b
+        return [] if same else [f"{path or '.'}: {a!r} != {b!r}"]
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         if math.isnan(a) and math.isnan(b):
             return []
