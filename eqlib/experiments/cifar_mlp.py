@@ -1,4 +1,4 @@
-"""The CIFAR-10 MLP experiment of [SMBK26] (THEORY.md §6), at two compute budgets.
+"""The CIFAR-10 MLP experiment of [SMBK26], at two compute budgets.
 
 Four depth-4 MLPs: first nonlinearity Tanh or GELU (later ones GELU), each trained as a
 mirror-equivariant autoencoder and as a mirror-invariant classifier, with a soft
@@ -6,18 +6,20 @@ equivariance / invariance penalty ramped in during the second half of training. 
 
 - the first-layer filters, each classified as mirror-symmetric, mirror-antisymmetric,
   the mirror of another filter, or the negated mirror of another filter
-  (:func:`filter_pairing`, through :func:`eqlib.latent.match_units`);
+  (:func:`eqlib.analysis.filter_pairing`);
 - the table: median relative error of a least-squares linear map A_i with
   A_i f_{≤i}(y) ≈ f_{≤i}(m y), fitted on one half of the probes and scored on the other,
   for i = 1, 2, the horizontal mirror (trained) and the vertical one (control), probed
   with isotropic noise (the paper's protocol), test images, and Gaussian noise with the
-  images' covariance (:func:`equivariance_table`);
+  images' covariance (:func:`eqlib.analysis.equivariance_table`);
 - an ablation of what makes the first-layer action emerge (:func:`ablation`);
 - checkpoints during training (:func:`emergence`);
 - a single-layer attention autoencoder on 4×4 patches and its head permutation
   (:func:`attention_experiment`).
 
-Command line (writes PNG figures and ``cifar_mlp_<budget>.json``)::
+The analyses live in :mod:`eqlib.analysis`; this module declares the budgets and the
+parts and follows :mod:`eqlib.experiments.protocol`. Command line (writes PNG figures and
+``cifar_mlp_<budget>.json``; with ``--seeds 0,1,2`` also ``cifar_mlp_<budget>_seeds.json``)::
 
     python -m eqlib.experiments.cifar_mlp --budget full --device cuda --out results/
 
@@ -31,14 +33,14 @@ Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,47 +49,34 @@ import torch
 from torch import nn
 
 from ..actions import mirror as mirror_action
-from ..budget import budget as _budget
-from ..budget import budget_choices
+from ..analysis import (AXES, CATEGORIES, NETWORKS, PAPER_TABLE, PROBES, FilterPairing,
+                        ablation_html, ablation_text, end_to_end_error, equivariance_table,
+                        filter_pairing, input_spectrum, mirror_symmetric_spectrum,
+                        paired_latents, probe_inputs, table_html, table_lookup, table_text,
+                        whitening)
 from ..data import CIFAR10, load_cifar10, subset
 from ..device import default_device
-from ..latent import fit_linear_action, linear_equivariance_error, match_units
+from ..latent import fit_linear_action, linear_equivariance_error
+from ..latent.attention import patch_mirror_action, patchify, recover_attention_action, unpatchify
 from ..models import MLP, AttentionNetwork
 from ..train import TrainConfig, TrainResult, cached_train, mirror_images, prepare_images
-from . import html_table, writable_folder
+from . import protocol, writable_folder
 
 __all__ = [
-    "Settings", "BUDGET_SETTINGS", "settings", "NETWORKS", "PAPER_TABLE", "PARTS", "build_mlp", "train_config",
-    "load_data", "train_networks", "FilterPairing", "filter_pairing", "probe_inputs", "equivariance_table",
-    "end_to_end_error", "ablation", "ABLATION_VARIANTS", "parse_setting", "table_text", "ablation_text",
-    "table_html", "ablation_html",
-    "load_results", "input_spectrum", "emergence", "PatchAttentionAutoencoder",
-    "attention_experiment", "run", "main",
+    "Settings", "BUDGETS", "BUDGET_SETTINGS", "settings", "parse_setting", "PARTS", "build_mlp",
+    "train_config", "load_data", "train_networks", "ablation", "ABLATION_VARIANTS", "load_results",
+    "emergence", "PatchAttentionAutoencoder", "attention_experiment", "run", "run_seeds",
+    "seed_spread", "SearchSettings", "SEARCH_VARIANTS", "filter_search", "main",
 ]
+# analyses used here live in eqlib.analysis (chapters import them from there); the names
+# stay importable from this module for old scripts
+_ANALYSIS = (AXES, CATEGORIES, NETWORKS, PAPER_TABLE, PROBES, FilterPairing, ablation_html,
+             ablation_text, input_spectrum, probe_inputs, table_html, table_text)
 
-#: The four networks, as name → (first activation, task).
-NETWORKS: dict[str, tuple[str, str]] = {
-    "tanh-autoencoder": ("tanh", "autoencode"),
-    "gelu-autoencoder": ("gelu", "autoencode"),
-    "tanh-classifier": ("tanh", "classify"),
-    "gelu-classifier": ("gelu", "classify"),
-}
-
-#: the paper's numbers (THEORY.md §6, from a summary; approximate anchors):
-#: (task, layers, mirror) → {"tanh": ..., "gelu": ...}; layers 1 = f_1, 2 = f_2∘f_1
-PAPER_TABLE: dict[tuple[str, int, str], dict[str, float]] = {
-    ("autoencode", 1, "horizontal"): {"tanh": 0.029, "gelu": 0.40},
-    ("autoencode", 2, "horizontal"): {"tanh": 0.022, "gelu": 0.11},
-    ("autoencode", 1, "vertical"): {"tanh": 0.15, "gelu": 0.49},
-    ("classify", 1, "horizontal"): {"tanh": 0.077, "gelu": 0.19},
-    ("classify", 2, "horizontal"): {"tanh": 0.054, "gelu": 0.064},
-    ("classify", 1, "vertical"): {"tanh": 0.48, "gelu": 0.56},
-}
-
-PROBES = ("noise", "images", "image_cov")
-AXES = ("horizontal", "vertical")
 #: the parts of :func:`run` (the command line's ``--parts``)
-PARTS = ("table", "filters", "ablation", "emergence", "attention")
+PARTS = ("table", "filters", "ablation", "emergence", "attention", "search")
+#: the parts run when ``--parts`` is not given (the filter search is asked for by name)
+DEFAULT_PARTS = PARTS[:-1]
 
 
 @dataclass(frozen=True)
@@ -100,9 +89,9 @@ class Settings:
         hidden: widths of the three hidden layers (d_1, d_2, d_3).
         epochs, batch_size, lr, weight_decay: training (Adam, or AdamW when decaying).
         schedule: learning-rate schedule (``"constant"`` or ``"warmup_linear"``).
-        first_init_scale: multiplies the first layer's initial weights (THEORY.md §6:
-            the default init leaves a large random component in W_1 along directions
-            that carry no image variance, which isotropic probes see).
+        first_init_scale: multiplies the first layer's initial weights (a departure from
+            the paper's setting: the default init leaves a large random component in W_1
+            along directions that carry little image variance, which isotropic probes see).
         augment_mirror: random horizontal mirrors during training.
         penalty_weight, penalty_start, penalty_ramp: the soft mirror penalty.
         noise_samples: isotropic-noise probes (half fit, half scored).
@@ -144,7 +133,7 @@ class Settings:
     attention_patch: int = 4
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()}
+        return protocol.settings_dict(self)
 
 
 #: ``laptop`` (the default): minutes on 2 CPU cores; ``full``: all 50,000 images, classifiers above 50 % test accuracy.
@@ -162,49 +151,30 @@ BUDGET_SETTINGS: dict[str, Settings] = {
 }
 
 
+#: the protocol's name for :data:`BUDGET_SETTINGS`
+BUDGETS = BUDGET_SETTINGS
 _FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
 
 
 def settings(budget: str | None = None, **overrides: Any) -> Settings:
-    """The :class:`Settings` of ``budget`` (default ``$EQLIB_BUDGET``, else ``"laptop"``), with overrides.
+    """The :class:`Settings` of ``budget`` (default ``$EQLIB_BUDGET``, else ``"laptop"``), with
+    overrides (:func:`eqlib.experiments.protocol.settings`).
 
     Raises:
-        ValueError: for an override that is not a :class:`Settings` field.
+        ValueError: for an unknown budget or an override that is not a :class:`Settings` field.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    s = BUDGET_SETTINGS[_budget(budget)]
-    unknown = set(overrides) - set(_FIELDS)
-    if unknown:
-        raise ValueError(f"unknown settings {sorted(unknown)}; fields are {list(_FIELDS)}")
-    return dataclasses.replace(s, **overrides) if overrides else s
+    return protocol.settings(BUDGETS, budget, **overrides)
 
 
 def parse_setting(assignment: str, base: Settings | None = None) -> tuple[str, Any]:
-    """``"key=value"`` → ``(key, value)`` typed like the field in ``base`` (default the ``laptop`` settings):
-    numbers, ``true``/``false``, and comma-separated tuples (``hidden=1024,512,512``,
-    ``ablation_networks=tanh-autoencoder,tanh-classifier``).
+    """``"key=value"`` → ``(key, value)`` typed like the field in ``base`` (default the
+    ``laptop`` settings), through :func:`eqlib.experiments.protocol.parse_setting`.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    key, sep, text = assignment.partition("=")
-    key, text = key.strip(), text.strip()
-    base = base or BUDGET_SETTINGS["laptop"]
-    if not sep or not hasattr(base, key) or key == "name":
-        raise ValueError(f"expected KEY=VALUE with KEY a setting, got {assignment!r}; "
-                         f"settings are {list(_FIELDS[1:])}")
-    current = getattr(base, key)
-    try:
-        if isinstance(current, bool):
-            if text.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(text)
-            return key, text.lower() in ("true", "1")
-        if isinstance(current, tuple) or current is None:
-            kind = type(current[0]) if current else str
-            return key, tuple(kind(v.strip()) for v in text.split(",") if v.strip())
-        return key, type(current)(text)
-    except ValueError:
-        raise ValueError(f"cannot read {text!r} as the {type(current).__name__} setting {key!r}") from None
+    return protocol.parse_setting(assignment, base or BUDGETS["laptop"])
 
 
 # --------------------------------------------------------------------------- networks
@@ -293,244 +263,10 @@ def train_networks(s: Settings, train: CIFAR10, test: CIFAR10 | None = None, see
     return out
 
 
-# --------------------------------------------------------------------------- filters
-
-CATEGORIES = ("symmetric", "antisymmetric", "mirrored pair", "negated mirrored pair", "unmatched")
-
-
-@dataclass
-class FilterPairing:
-    """How the first-layer filters map to each other under the mirror.
-
-    Attributes:
-        perm, signs, similarity: from :func:`eqlib.latent.match_units` of the mirrored
-            filters against the filters: mirror(w_j) ≈ signs[j] · w_{perm[j]}, with
-            ``|cosine|`` ``similarity[j]``.
-        category: per filter, an index into ``CATEGORIES``.
-        threshold: the ``|cosine|`` below which a filter counts as unmatched.
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-
-    perm: np.ndarray
-    signs: np.ndarray
-    similarity: np.ndarray
-    category: np.ndarray
-    threshold: float
-
-    def counts(self, first: int | None = None) -> dict[str, int]:
-        """Number of filters in each category (among the first ``first`` filters if given)."""
-        c = self.category[:first] if first is not None else self.category
-        return {name: int((c == k).sum()) for k, name in enumerate(CATEGORIES)}
-
-    @property
-    def matched_fraction(self) -> float:
-        return float((self.category != CATEGORIES.index("unmatched")).mean())
-
-
-def filter_pairing(W1: torch.Tensor, axis: str = "horizontal", threshold: float = 0.8) -> FilterPairing:
-    """Classify first-layer filters W_1 (d_1, 3072) under the mirror ``axis``.
-
-    Each filter w_j (a 3×32×32 image) is mirrored and matched (signed, one-to-one,
-    :func:`eqlib.latent.match_units`) against all filters. A filter whose mirror image is
-    ±itself is (anti)symmetric; one whose mirror image is ±another filter has a
-    (negated) mirrored partner; a best match with ``|cosine|`` below ``threshold`` is
-    unmatched. A signed-permutation latent action makes every filter matched.
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-    if W1.dim() != 2 or W1.shape[1] != 3072:
-        raise ValueError(f"W1 must have shape (d_1, 3072), got {tuple(W1.shape)}")
-    if not 0 < threshold <= 1:
-        raise ValueError(f"threshold is a |cosine| in (0, 1], got {threshold}")
-    W = W1.detach().double().cpu()
-    perm, signs, sim = match_units(mirror_images(W, axis), W, signed=True)
-    perm, signs, sim = perm.numpy(), signs.numpy(), sim.numpy()
-    self_ = perm == np.arange(len(perm))
-    cat = np.where(self_, np.where(signs > 0, 0, 1), np.where(signs > 0, 2, 3))
-    cat = np.where(sim >= threshold, cat, 4)
-    return FilterPairing(perm, signs, sim, cat, threshold)
-
-
-# --------------------------------------------------------------------------- probes
-
-def probe_inputs(kind: str, n: int, train: CIFAR10, test: CIFAR10, s: Settings, seed: int = 0) -> torch.Tensor:
-    """Flat probe inputs (n, 3072) in the networks' (normalised) input space.
-
-    ``kind``: ``"noise"`` (isotropic N(0, 1), the paper's protocol: each normalised pixel
-    has unit variance, like the images); ``"images"`` (test images, n ≤ len(test));
-    ``"image_cov"`` (Gaussian with the mean and covariance of ``s.cov_images`` training
-    images: y = μ + Σ_k z_k (x_k − μ)/√K with z ~ N(0, I)).
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-    gen = torch.Generator().manual_seed(int(seed))
-    if kind == "noise":
-        return torch.randn(n, 3072, generator=gen)
-    if kind == "images":
-        if n > len(test):
-            raise ValueError(f"only {len(test)} test images, asked for {n}")
-        return prepare_images(test.images[:n]).flatten(1)
-    if kind == "image_cov":
-        K = min(s.cov_images, len(train))
-        X = prepare_images(train.images[:K]).flatten(1).double()
-        mu = X.mean(0)
-        Xc = (X - mu) / math.sqrt(K)
-        mu, Xc = mu.float(), Xc.float()
-        return torch.cat([mu + torch.randn(min(8192, n - i), K, generator=gen) @ Xc for i in range(0, n, 8192)])
-    raise ValueError(f"probe kind must be one of {PROBES}, got {kind!r}")
-
-
-@torch.no_grad()
-def _paired_latents(model: nn.Module, y: torch.Tensor, layers: Sequence[int], axes: Sequence[str],
-                    chunk: int = 4096) -> dict[tuple[int, str | None], torch.Tensor]:
-    """f_{≤i}(y) and f_{≤i}(m y) for every layer i and mirror m, one forward pass per chunk."""
-    dev = next(model.parameters()).device
-    upto = max(layers)
-    out: dict[tuple[int, str | None], list[torch.Tensor]] = {}
-    for s0 in range(0, len(y), chunk):
-        yb = y[s0:s0 + chunk].to(dev)
-        batch = torch.cat([yb] + [mirror_images(yb, ax) for ax in axes])
-        lat = model.latents(batch, upto=upto)
-        for i in layers:
-            parts = lat[i - 1].chunk(1 + len(axes))
-            for key, part in zip([None, *axes], parts):
-                out.setdefault((i, key), []).append(part)
-    return {k: torch.cat(v) for k, v in out.items()}
-
-
-def equivariance_table(models: dict[str, nn.Module], s: Settings, train: CIFAR10, test: CIFAR10,
-                       probes: Sequence[str] = PROBES, layers: Sequence[int] = (1, 2), axes: Sequence[str] = AXES,
-                       seed: int = 0, device: str | torch.device | None = None) -> list[dict[str, Any]]:
-    """Median relative linear-equivariance errors of f_{≤i} for every network, layer, mirror, probe.
-
-    For each probe kind, ``n`` inputs (``s.noise_samples`` noise, ``s.cov_samples``
-    covariance samples, all test images) are drawn; A_i is fitted on the first half
-    (:func:`eqlib.latent.fit_linear_action`: gelsd on the CPU) and the median of
-    ‖f(m y) − A_i f(y)‖/‖f(y)‖ is reported on the second half. (The same numbers as
-    :func:`eqlib.latent.linear_equivariance_error`, with each network's features computed
-    once for all layers and mirrors.)
-
-    Returns:
-        rows ``{"network", "activation", "task", "layers", "mirror", "probe", "n_fit",
-        "n_test", "median_error", "fit_median_error", "paper"}`` (``paper`` is the
-        reported number when the paper has one for that row, else None).
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-    dev = default_device(device)
-    rows = []
-    for probe in probes:
-        n = {"images": len(test), "image_cov": s.cov_samples}.get(probe, s.noise_samples)
-        y = probe_inputs(probe, n, train, test, s, seed=seed)
-        for name, model in models.items():
-            act_name, task = NETWORKS[name]
-            model = model.to(dev).eval()
-            feats = _paired_latents(model, y, layers, axes)
-            for i in layers:
-                for ax in axes:
-                    X, Y = feats[(i, None)], feats[(i, ax)]
-                    if X.device.type != "cpu":
-                        X, Y = X.double(), Y.double()
-                    fit = fit_linear_action(X, Y, fit_fraction=0.5)
-                    paper = PAPER_TABLE.get((task, i, ax), {}).get(act_name) if probe == "noise" else None
-                    rows.append({"network": name, "activation": act_name, "task": task, "layers": i, "mirror": ax,
-                                 "probe": probe, "n_fit": fit.n_fit, "n_test": fit.n_test,
-                                 "median_error": fit.median_error, "fit_median_error": fit.fit_median_error,
-                                 "paper": paper})
-            model.to("cpu")
-    return rows
-
-
-def table_lookup(rows: Sequence[dict], network: str, layers: int, mirror: str, probe: str = "noise") -> float:
-    """The ``median_error`` of one row of :func:`equivariance_table`.
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-    for r in rows:
-        if (r["network"], r["layers"], r["mirror"], r["probe"]) == (network, layers, mirror, probe):
-            return r["median_error"]
-    raise KeyError(f"no row for {network}, f_≤{layers}, {mirror}, {probe}")
-
-
-def _table_rows(rows: Sequence[dict], probes: Sequence[str]) -> tuple[list[str], list[list]]:
-    networks = list(dict.fromkeys(r["network"] for r in rows))
-    layers = sorted({r["layers"] for r in rows})
-    header = ["network", "layers", "mirror", *probes, "paper"]
-    body = []
-    for name in networks:
-        act, task = NETWORKS[name]
-        for i in layers:
-            for ax in AXES:
-                vals = [table_lookup(rows, name, i, ax, p) for p in probes]
-                paper = PAPER_TABLE.get((task, i, ax), {}).get(act)
-                prefix = "∘".join(f"f{k}" for k in range(i, 0, -1))
-                body.append([name, prefix, ax, *(f"{v:.3f}" for v in vals),
-                             f"{paper:.3f}" if paper is not None else "—"])
-    return header, body
-
-
-def table_text(rows: Sequence[dict], probes: Sequence[str] = PROBES) -> str:
-    """The rows of :func:`equivariance_table` as a text table: one line per network, prefix
-    and mirror, one column per probe kind, and the paper's number where it has one.
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-    header, body = _table_rows(rows, probes)
-    widths = [18, 8, 11] + [10] * len(probes) + [7]
-    fmt = lambda r: " ".join(f"{v:{w}s}" if i < 3 else f"{v:>{w}s}"  # noqa: E731
-                             for i, (v, w) in enumerate(zip(r, widths)))
-    return "\n".join(fmt(r) for r in [header, *body])
-
-
-def table_html(rows: Sequence[dict], probes: Sequence[str] = PROBES) -> str:
-    """:func:`table_text` as an HTML table, which fits the page.
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-    header, body = _table_rows(rows, probes)
-    return html_table(header, body, align_right_from=3)
-
-
-_ABLATION_COLUMNS = (("f1 H", "f1_horizontal_noise", ".3f"), ("f1 V", "f1_vertical_noise", ".3f"),
-                     ("f1 H img", "f1_horizontal_images", ".3f"),
-                     ("f1 V img", "f1_vertical_images", ".3f"), ("matched", "matched_filters", ".2f"),
-                     ("end-to-end", "end_to_end", ".3f"), ("task loss", "task_loss", ".3f"))
-
-
-def _ablation_rows(rows: Sequence[dict]) -> tuple[list[str], list[list[str]], int]:
-    several = len({r.get("network") for r in rows}) > 1
-    first = ["network", "variant"] if several else ["variant"]
-    header = first + [name for name, _, _ in _ABLATION_COLUMNS]
-    body = [([r.get("network", "")] if several else []) + [r["variant"]]
-            + [format(r[key], spec) for _, key, spec in _ABLATION_COLUMNS] for r in rows]
-    return header, body, len(first)
-
-
-def ablation_text(rows: Sequence[dict]) -> str:
-    """The rows of :func:`ablation` as a text table (f_1 errors for both mirrors and probe
-    kinds, matched filters, end-to-end error, final task loss).
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-    header, body, n_text = _ablation_rows(rows)
-    widths = ([18, 34] if n_text == 2 else [34]) + [7, 7, 9, 9, 8, 10, 9]
-    fmt = lambda r: " ".join(f"{v:{w}s}" if i < n_text else f"{v:>{w}s}"  # noqa: E731
-                             for i, (v, w) in enumerate(zip(r, widths)))
-    return "\n".join(fmt(r) for r in [header, *body])
-
-
-def ablation_html(rows: Sequence[dict]) -> str:
-    """:func:`ablation_text` as an HTML table, which fits the page.
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-    header, body, n_text = _ablation_rows(rows)
-    return html_table(header, body, align_right_from=n_text)
-
 
 def load_results(path: str | Path) -> dict[str, Any]:
-    """A JSON written by :func:`run` (the command line), checked for the keys the chapter reads.
+    """A JSON written by :func:`run` (the command line), checked for the keys the chapter reads
+    (:func:`eqlib.experiments.protocol.load_json`).
 
     Raises:
         FileNotFoundError: no such file.
@@ -538,51 +274,8 @@ def load_results(path: str | Path) -> dict[str, Any]:
 
     Chapter: *Reproducing the CIFAR-10 experiment* (the recorded full-budget run).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no results file at {path}; write one with "
-                                f"`python -m eqlib.experiments.cifar_mlp --out DIR`")
-    try:
-        results = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not a results JSON ({exc})") from None
-    missing = [k for k in ("settings", "networks") if k not in (results if isinstance(results, dict) else {})]
-    if missing:
-        raise ValueError(f"{path} lacks {missing}: not written by eqlib.experiments.cifar_mlp")
-    return results
+    return protocol.load_json(path, required=("settings", "networks"))
 
-
-def input_spectrum(images: torch.Tensor, max_images: int = 10_000) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eigenvalues (ascending) and eigenvectors (columns) of the covariance of the first
-    ``max_images`` uint8 ``images``, normalised and flattened as the networks see them.
-
-    Directions with tiny eigenvalues carry almost no image variance: training hardly moves
-    the first layer along them, while isotropic noise probes excite them fully.
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-    X = prepare_images(images[:max_images]).flatten(1).double()
-    X = X - X.mean(0)
-    evals, evecs = torch.linalg.eigh(X.T @ X / max(1, len(X) - 1))
-    return evals.float(), evecs.float()
-
-
-@torch.no_grad()
-def end_to_end_error(model: nn.Module, images: torch.Tensor, task: str, axis: str = "horizontal") -> float:
-    """Mean over images of ‖f(m x) − m f(x)‖/‖f(x)‖ (autoencoders) or ‖f(m x) − f(x)‖/‖f(x)‖
-    (classifier logits), for uint8 ``images`` (N, 3, 32, 32).
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-    if task not in ("classify", "autoencode"):
-        raise ValueError(f"task must be 'classify' or 'autoencode', got {task!r}")
-    model.eval()
-    dev = next(model.parameters()).device
-    x = prepare_images(images).to(dev)
-    fx, fmx = model(x), model(mirror_images(x, axis))
-    target = mirror_images(fx.reshape(len(x), -1), axis) if task == "autoencode" else fx
-    return float(((fmx.reshape(len(x), -1) - target.reshape(len(x), -1)).norm(dim=1)
-                  / fx.reshape(len(x), -1).norm(dim=1).clamp_min(1e-12)).mean())
 
 
 # --------------------------------------------------------------------------- ablation
@@ -715,11 +408,9 @@ class PatchAttentionAutoencoder(nn.Module):
         self.attention = AttentionNetwork((32 // patch) ** 2, [d, d], heads=heads, positional=True, seed=seed)
 
     def tokens(self, x: torch.Tensor) -> torch.Tensor:
-        from ..latent.attention import patchify
         return patchify(x, self.patch)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        from ..latent.attention import unpatchify
         return unpatchify(self.attention(self.tokens(x)), (3, 32, 32), self.patch)
 
 
@@ -738,8 +429,6 @@ def attention_experiment(s: Settings, train: CIFAR10, test: CIFAR10, seed: int =
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    from ..latent.attention import patch_mirror_action, recover_attention_action
-
     cfg = TrainConfig(task="autoencode", epochs=s.attention_epochs, batch_size=s.batch_size, lr=3e-3,
                       schedule="warmup_linear", augment_mirror=s.augment_mirror, penalty="equivariance",
                       penalty_weight=s.penalty_weight, penalty_start=s.penalty_start, penalty_ramp=s.penalty_ramp,
@@ -759,6 +448,210 @@ def attention_experiment(s: Settings, train: CIFAR10, test: CIFAR10, seed: int =
             "positional_residual": latent.positional_residual["m"],
             "end_to_end": end_to_end_error(model, test.images[:1000], "autoencode"),
             "task_loss": res.history["task_loss"][-1]}
+
+
+# --------------------------------------------------------------------------- filter search
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The scale of :func:`filter_search` (small: each run is seconds to a minute on 2 CPU
+    cores). Each variant of :data:`SEARCH_VARIANTS` changes some of these fields.
+
+    Attributes:
+        n_train, n_test: images (stratified subsets).
+        hidden, epochs, batch_size, lr: the Tanh autoencoder and its training (AdamW).
+        weight_decay: decoupled weight decay on every layer but the first.
+        first_weight_decay: decoupled weight decay on the first layer's weight only.
+        first_init_scale: multiplies the first layer's initial weights.
+        whiten: ``"none"`` (the networks' usual normalised input) or ``"zca"``: inputs
+            x Z with the ZCA whitening of the mirror-symmetrised covariance
+            (:func:`eqlib.analysis.whitening`), which commutes with the mirror; the
+            autoencoder then reconstructs the whitened image.
+        zca_eps: ε added to the eigenvalues before whitening.
+        augment_mirror, penalty_weight, penalty_start, penalty_ramp: as in :class:`Settings`.
+        probes: isotropic-noise probes in the network's input space (half fit, half scored),
+            and as many isotropic in the data subspace (per-pixel variance 1).
+        subspace_k: principal directions kept for the filters "in the data subspace".
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+
+    n_train: int = 4_000
+    n_test: int = 1_000
+    hidden: tuple[int, int, int] = (256, 128, 128)
+    epochs: int = 4
+    batch_size: int = 128
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    first_weight_decay: float = 1e-4
+    first_init_scale: float = 0.1
+    whiten: str = "none"
+    zca_eps: float = 0.1
+    augment_mirror: bool = True
+    penalty_weight: float = 1.0
+    penalty_start: float = 0.5
+    penalty_ramp: float = 0.2
+    probes: int = 4_000
+    subspace_k: int = 256
+
+
+#: variant name → changes to :class:`SearchSettings` (the first is the chapter's setting)
+SEARCH_VARIANTS: dict[str, dict[str, Any]] = {
+    "chapter's setting (raw input, init ×0.1)": {},
+    "raw, init ×0.01": {"first_init_scale": 0.01},
+    "raw, first-layer decay 0.5": {"first_weight_decay": 0.5},
+    "raw, penalty ×10": {"penalty_weight": 10.0},
+    "ZCA": {"whiten": "zca"},
+    "ZCA, init ×0.01": {"whiten": "zca", "first_init_scale": 0.01},
+    "ZCA, first-layer decay 0.5": {"whiten": "zca", "first_weight_decay": 0.5},
+    "ZCA, penalty ×10": {"whiten": "zca", "penalty_weight": 10.0},
+    "ZCA, penalty ×10, 3× epochs": {"whiten": "zca", "penalty_weight": 10.0, "epochs": 12},
+    "ZCA, no penalty": {"whiten": "zca", "penalty_weight": 0.0},
+    "raw, init ×0.01, penalty ×10, 3× epochs": {"first_init_scale": 0.01, "penalty_weight": 10.0,
+                                                "epochs": 12},
+}
+
+
+def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.Tensor,
+                seed: int) -> dict[str, Any]:
+    """Train one Tanh autoencoder on rows of ``X`` (already in its input space) and measure it."""
+    torch.manual_seed(seed)
+    model = build_mlp("tanh", "autoencode", s.hidden, seed=seed, first_init_scale=s.first_init_scale)
+    first = model.layers[0].weight
+    rest = [q for q in model.parameters() if q is not first]
+    opt = torch.optim.AdamW([{"params": [first], "weight_decay": s.first_weight_decay},
+                             {"params": rest, "weight_decay": s.weight_decay}], lr=s.lr)
+    gen = torch.Generator().manual_seed(seed)
+    steps = s.epochs * math.ceil(len(X) / s.batch_size)
+    step, t0, losses = 0, time.perf_counter(), []
+    model.train()
+    for _ in range(s.epochs):
+        for idx in torch.randperm(len(X), generator=gen).split(s.batch_size):
+            x = X[idx]
+            if s.augment_mirror:
+                flip = torch.rand(len(x), generator=gen) < 0.5
+                x = torch.where(flip[:, None], mirror_images(x), x)
+            fx = model(x)
+            loss = ((fx - x) ** 2).mean()
+            ramp = (step / steps - s.penalty_start) / max(s.penalty_ramp, 1e-9)
+            weight = s.penalty_weight * min(1.0, max(0.0, ramp)) if step >= s.penalty_start * steps else 0.0
+            total = loss
+            if weight > 0:
+                total = loss + weight * ((model(mirror_images(x)) - mirror_images(fx)) ** 2).mean()
+            opt.zero_grad()
+            total.backward()
+            opt.step()
+            losses.append(loss.item())
+            step += 1
+    seconds = time.perf_counter() - t0
+    model.eval()
+    W1 = model.layers[0].weight.detach()
+    raw, sub = filter_pairing(W1), filter_pairing(W1, subspace=P)
+    g = torch.Generator().manual_seed(seed + 1)
+    errors = {}
+    with torch.no_grad():
+        z = torch.randn(s.probes, P.shape[1], generator=g) * math.sqrt(X.shape[1] / P.shape[1])
+        probes = (("noise", torch.randn(s.probes, X.shape[1], generator=g)),
+                  ("subspace_noise", z @ P.T), ("images", Xt))
+        for probe, y in probes:
+            feats = paired_latents(model, y, (1,), ("horizontal", "vertical"))
+            for ax in ("horizontal", "vertical"):
+                fit = fit_linear_action(feats[(1, None)], feats[(1, ax)], fit_fraction=0.5)
+                errors[f"f1_{ax}_{probe}"] = fit.median_error
+        rec = model(Xt)
+        test_rel = float(((rec - Xt).norm(dim=1) / Xt.norm(dim=1).clamp_min(1e-12)).mean())
+    categorised = lambda p: 64 - p.counts(64)["unmatched"]  # noqa: E731
+    return {"seed": seed, "filters_first64": raw.counts(64), "categorised_first64": categorised(raw),
+            "subspace_filters_first64": sub.counts(64), "subspace_categorised_first64": categorised(sub),
+            "median_best_cos": float(np.median(raw.similarity)),
+            "subspace_median_best_cos": float(np.median(sub.similarity)),
+            **errors, "test_relative_error": test_rel, "final_task_loss": float(np.mean(losses[-20:])),
+            "train_seconds": seconds}
+
+
+def filter_search(train: CIFAR10, test: CIFAR10, variants: Mapping[str, Mapping[str, Any]] | None = None,
+                  base: SearchSettings | None = None, seeds: Sequence[int] = (0,),
+                  more_seeds: Sequence[int] = (1, 2), top: int = 3,
+                  on_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """A small search for a protocol under which the Tanh autoencoder's first-layer filters
+    show the signed-permutation picture (issue: the chapter's setting shows none).
+
+    Every variant runs with ``seeds``; the ``top`` variants (by categorised filters among
+    the first 64, then by f1's horizontal error on noise) and the first variant (the
+    chapter's setting) run again with ``more_seeds``. Goal of a setting: at least 32 of
+    the first 64 filters categorised (|cos| ≥ 0.8) and f1's horizontal error on that
+    setting's noise probes ≤ 0.1, on every seed (``meets_goal``); the same with filters
+    and noise restricted to the top ``subspace_k`` principal directions of the images
+    (``meets_goal_in_subspace``).
+
+    Returns:
+        ``{"base", "variants", "rows" (one per variant and seed), "summary" (per variant:
+        seeds, min/mean/max of the main numbers, ``meets_goal``)}``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    base = base or SearchSettings()
+    variants = dict(variants or SEARCH_VARIANTS)
+    fields = {f.name for f in dataclasses.fields(SearchSettings)}
+    for name, change in variants.items():
+        bad = set(change) - fields
+        if bad:
+            raise ValueError(f"unknown search keys {sorted(bad)} in variant {name!r}")
+    tr = subset(train, base.n_train, seed=0) if base.n_train < len(train) else train
+    te = subset(test, base.n_test, seed=1) if base.n_test < len(test) else test
+    X0 = prepare_images(tr.images).flatten(1)
+    Xt0 = prepare_images(te.images).flatten(1)
+    evals, evecs = mirror_symmetric_spectrum(tr.images)
+    P = evecs[:, -base.subspace_k:]
+    inputs: dict[tuple[str, float], tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def data_for(s: SearchSettings):
+        key = (s.whiten, s.zca_eps)
+        if key not in inputs:
+            if s.whiten == "none":
+                inputs[key] = (X0, Xt0)
+            else:
+                Z = whitening(evals, evecs, s.whiten, s.zca_eps)
+                inputs[key] = (X0 @ Z, Xt0 @ Z)
+        return inputs[key]
+
+    rows = []
+
+    def run_one(name, seed):
+        s = dataclasses.replace(base, **variants[name])
+        X, Xt = data_for(s)
+        row = {"variant": name, **_search_run(s, X, Xt, P, seed)}
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+
+    for name in variants:
+        for seed in seeds:
+            run_one(name, seed)
+    ranked = sorted(variants, key=lambda v: (-np.mean([r["categorised_first64"] for r in rows if r["variant"] == v]),
+                                             np.mean([r["f1_horizontal_noise"] for r in rows if r["variant"] == v])))
+    again = list(dict.fromkeys([next(iter(variants)), *ranked[:top]]))
+    for name in again:
+        for seed in more_seeds:
+            run_one(name, seed)
+    summary = {}
+    for name in variants:
+        rs = [r for r in rows if r["variant"] == name]
+        stat = lambda key: {"min": float(min(r[key] for r in rs)),  # noqa: E731
+                            "mean": float(np.mean([r[key] for r in rs])), "max": float(max(r[key] for r in rs))}
+        summary[name] = {"seeds": [r["seed"] for r in rs],
+                         **{k: stat(k) for k in ("categorised_first64", "subspace_categorised_first64",
+                                                 "f1_horizontal_noise", "f1_vertical_noise",
+                                                 "f1_horizontal_images", "f1_vertical_images",
+                                                 "f1_horizontal_subspace_noise",
+                                                 "test_relative_error", "median_best_cos")},
+                         "meets_goal": len(rs) >= 3 and all(r["categorised_first64"] >= 32
+                                                            and r["f1_horizontal_noise"] <= 0.1 for r in rs),
+                         "meets_goal_in_subspace": len(rs) >= 3 and all(
+                             r["subspace_categorised_first64"] >= 32
+                             and r["f1_horizontal_subspace_noise"] <= 0.1 for r in rs)}
+    return {"base": protocol.settings_dict(base), "variants": {k: dict(v) for k, v in variants.items()},
+            "rows": rows, "summary": summary}
 
 
 # --------------------------------------------------------------------------- everything
@@ -867,50 +760,113 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
         for key, fig in figures.items():
             fig.savefig(out / f"cifar_mlp_{s.name}_{key}.png", dpi=110, bbox_inches="tight")
             plt.close(fig)
-        (out / f"cifar_mlp_{s.name}.json").write_text(json.dumps(summary, indent=1, default=float))
+        protocol.write_json(out / f"cifar_mlp_{s.name}.json", summary)
     return summary
 
 
+def seed_spread(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Mean, standard deviation, min and max over seeds of the numbers the chapter quotes:
+    every ``networks`` number (filter counts included) and every ``table`` row's
+    ``median_error`` (keyed ``network|f<layers>|mirror|probe``).
+
+    Raises:
+        ValueError: for fewer than one summary, or summaries from different settings.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    if not summaries:
+        raise ValueError("seed_spread needs at least one run summary")
+    if any(s["settings"] != summaries[0]["settings"] for s in summaries):
+        raise ValueError("the runs have different settings; spread over seeds only")
+
+    def stats(values: list[float]) -> dict[str, float]:
+        v = np.asarray(values, dtype=float)
+        return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+                "min": float(v.min()), "max": float(v.max()), "n": len(v)}
+
+    out: dict[str, Any] = {"networks": {}, "table": {}}
+    for name in summaries[0]["networks"]:
+        nets = [s["networks"][name] for s in summaries]
+        entry = {}
+        for key, value in nets[0].items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                entry[key] = stats([n[key] for n in nets])
+            elif isinstance(value, dict):
+                entry[key] = {c: stats([n[key][c] for n in nets]) for c in value}
+        out["networks"][name] = entry
+    if all("table" in s for s in summaries):
+        for r in summaries[0]["table"]:
+            key = f"{r['network']}|f{r['layers']}|{r['mirror']}|{r['probe']}"
+            out["table"][key] = stats([table_lookup(s["table"], r["network"], r["layers"],
+                                                    r["mirror"], r["probe"]) for s in summaries])
+    return out
+
+
+def run_seeds(seeds: Sequence[int], budget: str | None = None, out: str | Path | None = None,
+              **kwargs: Any) -> dict[str, Any]:
+    """:func:`run` once per seed (each seed its own data subset and initialisation), then
+    :func:`seed_spread`; written to ``out/cifar_mlp_<budget>_seeds.json`` when ``out`` is
+    given (figures of the first seed only). ``kwargs`` go to :func:`run`.
+
+    Returns:
+        ``{"settings", "seeds", "runs": [summary per seed], "spread"}``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    seeds = [int(s) for s in seeds]
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise ValueError(f"seeds must be distinct integers ≥ 0, got {seeds}")
+    if out is not None:
+        out = writable_folder(out)
+    runs = [run(budget, out=out if k == 0 else None, seed=seed, **kwargs)
+            for k, seed in enumerate(seeds)]
+    record = {"settings": runs[0]["settings"], "seeds": seeds, "runs": runs,
+              "spread": seed_spread(runs), "networks": runs[0]["networks"]}
+    if out is not None:
+        protocol.write_json(out / f"cifar_mlp_{runs[0]['settings']['name']}_seeds.json", record)
+    return record
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Command line: ``python -m eqlib.experiments.cifar_mlp --budget laptop --out results/``."""
-    p = argparse.ArgumentParser(prog="python -m eqlib.experiments.cifar_mlp",
-                                description="The CIFAR-10 MLP experiment of [SMBK26]: filters, linear-equivariance "
-                                            "table, ablation, emergence, attention heads.")
-    p.add_argument("--budget", choices=budget_choices(), default=None,
-                   help="compute budget (default $EQLIB_BUDGET, else laptop)")
-    p.add_argument("--device", default=None, help="cpu or cuda (default $EQLIB_DEVICE, else cuda when available)")
-    p.add_argument("--out", default="results", help="folder for the PNG figures and the JSON of numbers")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data", default=None, help="CIFAR-10 folder or archive (default $EQLIB_DATA)")
-    p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a setting of the budget, e.g. --set epochs=40 --set ablation_n_train=50000 "
-                        "--set ablation_networks=tanh-autoencoder,tanh-classifier (repeatable)")
-    p.add_argument("--no-download", action="store_true",
-                   help="never download CIFAR-10 (default: download it into the cache when it "
-                        "is not found and $EQLIB_DATA is unset)")
-    p.add_argument("--no-progress", action="store_true")
-    args = p.parse_args(argv)
-    try:  # before any work: a bad --out must not fail after the training
-        writable_folder(args.out)
-    except ValueError as exc:
-        p.error(str(exc))
-    parts = tuple(x.strip() for x in args.parts.split(",") if x.strip())
-    if set(parts) - set(PARTS):
-        p.error(f"unknown parts {sorted(set(parts) - set(PARTS))}; choose from {','.join(PARTS)}")
-    try:
-        overrides = dict(parse_setting(a, BUDGET_SETTINGS[_budget(args.budget)]) for a in args.set)
-    except ValueError as exc:
-        p.error(str(exc))
+    """Command line (:func:`eqlib.experiments.protocol.build_parser`, the flags every
+    experiment shares): ``python -m eqlib.experiments.cifar_mlp --budget laptop --out results/``;
+    ``--seeds 0,1,2`` runs each seed and writes ``cifar_mlp_<budget>_seeds.json``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    p = protocol.build_parser(
+        "python -m eqlib.experiments.cifar_mlp",
+        "The CIFAR-10 MLP experiment of [SMBK26]: filters, linear-equivariance table, "
+        "ablation, emergence, attention heads; --parts search: the filter-protocol search.",
+        parts=PARTS, default_parts=DEFAULT_PARTS)
+    args = protocol.parse_args(p, argv, BUDGETS)
 
     def print_row(row: dict[str, Any]) -> None:  # ablation rows as they finish
-        print("ablation:", json.dumps({k: v for k, v in row.items() if k != "changes"}, default=float), flush=True)
+        print("ablation:", json.dumps({k: v for k, v in row.items() if k != "changes"},
+                                      default=float), flush=True)
 
-    summary = run(args.budget, args.device, args.out, args.seed, args.data, not args.no_progress, parts,
-                  overrides=overrides, on_ablation_row=print_row,
-                  download=False if args.no_download else None)
-    print(json.dumps({k: summary[k] for k in ("networks", "seconds", "part_seconds")}, indent=1, default=float))
-    print(f"wrote {Path(args.out) / ('cifar_mlp_' + summary['settings']['name'] + '.json')}")
+    if "search" in args.parts:
+        tr, te = load_data(settings("full"), args.data, download=args.download)
+        found = filter_search(tr, te, seeds=args.seeds[:1], more_seeds=args.seeds[1:] or (1, 2),
+                              on_row=lambda row: print("search:", json.dumps(row), flush=True))
+        found["command"] = "python -m eqlib.experiments.cifar_mlp " + " ".join(
+            sys.argv[1:] if argv is None else argv)
+        protocol.write_json(args.out / "cifar_mlp_search.json", found)
+        print(f"wrote {args.out / 'cifar_mlp_search.json'}")
+        args.parts = tuple(x for x in args.parts if x != "search")
+        if not args.parts:
+            return found
+    common = dict(device=args.device, root=args.data, progress=args.progress, parts=args.parts,
+                  overrides=args.overrides, on_ablation_row=print_row, download=args.download)
+    if len(args.seeds) > 1:
+        record = run_seeds(args.seeds, args.budget, args.out, **common)
+        print(json.dumps(record["spread"]["networks"], indent=1, default=float))
+        print(f"wrote {args.out / ('cifar_mlp_' + args.budget + '_seeds.json')}")
+        return record
+    summary = run(args.budget, out=args.out, seed=args.seed, **common)
+    print(json.dumps({k: summary[k] for k in ("networks", "seconds", "part_seconds")}, indent=1,
+                     default=float))
+    print(f"wrote {args.out / ('cifar_mlp_' + summary['settings']['name'] + '.json')}")
     return summary
 
 

@@ -26,6 +26,8 @@ import torch
 
 from ..actions import Action
 from ..groups import GroupElement
+from ..models.base import Model
+from ..models.mlp import ACTIVATIONS, MLP, Dense
 from ..validation import check_choice, check_float, check_int, check_tensor
 
 __all__ = ["LinearFit", "fit_linear_action", "linear_equivariance_error", "paired_features", "relative_errors"]
@@ -173,6 +175,27 @@ def fit_linear_action(
     return LinearFit(A, float(errors.median()), errors, float(fit_err.median()), n_fit, len(errors), solver)
 
 
+def _adjoint_first_layer(model_prefix: Callable[[Tensor], Tensor], act: Action, g: GroupElement,
+                         shape: tuple[int, ...]) -> tuple[Tensor, Tensor | None, list] | None:
+    """For a sequential prefix whose first layer is a :class:`~eqlib.models.mlp.Dense`
+    σ(W y + b) on flat inputs: the stacked weight [W; W ρ(g)], the stacked bias and the
+    remaining layers, so that f(y) and f(ρ(g) y) come from one matmul on y (the adjunction
+    ⟨w, ρ(g) y⟩ = ⟨ρ(g)ᵀ w, y⟩: act on the d weight rows, not on the N inputs). None when
+    the prefix is not of that form."""
+    if type(model_prefix).forward not in (Model.forward, MLP.forward) or shape != (act.dim,):
+        return None
+    layers = list(model_prefix.layers)
+    first = layers[0] if layers else None
+    if not isinstance(first, Dense) or first.weight.shape[1] != act.dim:
+        return None
+    W = first.weight.detach()
+    # act(g, I) has rows ρ(g) e_i, i.e. it is ρ(g)ᵀ; W ρ(g) = W act(g, I)ᵀ
+    eye = torch.eye(act.dim, device=W.device, dtype=W.dtype)
+    Wg = W @ act.act(g, eye).reshape(act.dim, act.dim).T
+    b = first.bias.detach() if first.bias is not None else None
+    return torch.cat([W, Wg]), (torch.cat([b, b]) if b is not None else None), [first, *layers[1:]]
+
+
 def paired_features(
     model_prefix: Callable[[Tensor], Tensor],
     act: Action,
@@ -183,6 +206,7 @@ def paired_features(
     chunk_size: int = 8192,
     device: torch.device | str | None = None,
     input_shape: tuple[int, ...] | None = None,
+    use_adjoint: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """Features f(y) and f(g·y) of Gaussian noise (or given) inputs, computed in chunks.
 
@@ -196,6 +220,10 @@ def paired_features(
         device: where inputs are made; default the model's device (or CPU).
         input_shape: shape of one generated input; default flat ``(act.dim,)`` (what
             an MLP prefix takes); pass ``act.shape`` for a CNN.
+        use_adjoint: when the prefix is a sequential model whose first layer is dense on
+            flat inputs, compute f(g·y) from y with the first weight acted on,
+            W ρ(g) (one (2d × D) matmul; the N inputs are never permuted). Same numbers
+            up to float rounding.
 
     Returns:
         (F, F_g), each (N, d) on that device.
@@ -223,13 +251,22 @@ def paired_features(
         N = samples.shape[0]
     feats, feats_g = None, None
     with torch.no_grad():
+        adjoint = _adjoint_first_layer(model_prefix, act, g, shape) if use_adjoint else None
         for s in range(0, N, chunk_size):
             n = min(chunk_size, N - s)
             if isinstance(samples, int):
                 y = torch.randn(n, *shape, generator=gen, device=device) * noise_scale
             else:
                 y = samples[s:s + n].to(device)
-            pair = model_prefix(torch.cat([y, act.act(g, y)]))
+            if adjoint is not None:
+                Wg, bg, layers = adjoint
+                pre = torch.nn.functional.linear(y.reshape(n, -1).to(Wg.dtype), Wg, bg)
+                h = ACTIVATIONS[layers[0].activation](pre)
+                pair = torch.cat(h.chunk(2, dim=1))
+                for layer in layers[1:]:
+                    pair = layer(pair)
+            else:
+                pair = model_prefix(torch.cat([y, act.act(g, y)]))
             pair = pair.reshape(2 * n, -1)
             if feats is None:
                 feats = pair.new_empty(N, pair.shape[1])

@@ -9,9 +9,11 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from ..analysis.filters import CATEGORIES, PAIRED
+
 __all__ = ["CATEGORY_COLORS", "filter_image", "plot_filters", "plot_filter_partners", "plot_attention_heads"]
 
-#: The colour of each category of ``eqlib.experiments.cifar_mlp.CATEGORIES``.
+#: The colour of each category of ``eqlib.analysis.CATEGORIES``.
 CATEGORY_COLORS = ("tab:green", "tab:olive", "tab:blue", "tab:red", "lightgray")
 
 
@@ -25,21 +27,16 @@ def filter_image(w: torch.Tensor) -> np.ndarray:
     return (w / (2 * scale) + 0.5).permute(1, 2, 0).clamp(0, 1).numpy()
 
 
-def _categories():
-    from ..experiments.cifar_mlp import CATEGORIES
-    return CATEGORIES
-
-
 def plot_filters(W1: torch.Tensor, pairing, n: int = 64, cols: int = 16, title: str | None = None):
     """The first ``n`` filters of W_1 (d_1, 3072) as images, framed by their mirror category
-    (a :class:`~eqlib.experiments.cifar_mlp.FilterPairing`), with the counts in the legend.
+    (a :class:`~eqlib.analysis.FilterPairing`), with the counts in the legend.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
-    cats = _categories()
+    cats = CATEGORIES
     n = min(n, W1.shape[0])
     rows = int(np.ceil(n / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(cols * 0.7, rows * 0.75 + 0.9))
@@ -54,7 +51,7 @@ def plot_filters(W1: torch.Tensor, pairing, n: int = 64, cols: int = 16, title: 
         for spine in ax.spines.values():
             spine.set_edgecolor(c)
             spine.set_linewidth(3)
-        if pairing.category[k] in (2, 3):
+        if pairing.category[k] in PAIRED:
             ax.set_title(f"{k}→{int(pairing.perm[k])}", fontsize=6, pad=1)
         else:
             ax.set_title(str(k), fontsize=6, pad=1)
@@ -77,7 +74,7 @@ def plot_filter_partners(W1: torch.Tensor, pairing, index: int, axis: str = "hor
 
     if not 0 <= index < W1.shape[0]:
         raise ValueError(f"index must be in 0..{W1.shape[0] - 1}, got {index}")
-    cats = _categories()
+    cats = CATEGORIES
     w = W1[index].detach().reshape(1, -1)
     j, s = int(pairing.perm[index]), float(pairing.signs[index])
     panels = [(w[0], f"filter {index}"), (mirror_images(w, axis)[0], "its mirror image"),

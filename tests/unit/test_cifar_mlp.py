@@ -7,9 +7,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from eqlib.data import CIFAR10
+import numpy as np
+
+from eqlib import analysis as A
+from eqlib.data import CIFAR10, subset
 from eqlib.experiments import cifar_mlp as E
-from eqlib.train import mirror_images
+from eqlib.experiments import protocol
+from eqlib.train import mirror_images, prepare_images
 
 
 @pytest.fixture(autouse=True)
@@ -55,8 +59,8 @@ def _planted_filters(seed=0):
 
 
 def test_filter_pairing_classifies_planted_filters():
-    p = E.filter_pairing(_planted_filters())
-    names = [E.CATEGORIES[c] for c in p.category]
+    p = A.filter_pairing(_planted_filters())
+    names = [A.CATEGORIES[c] for c in p.category]
     assert names[:6] == ["symmetric", "antisymmetric", "mirrored pair", "mirrored pair", "negated mirrored pair",
                          "negated mirrored pair"]
     assert names[6:] == ["unmatched", "unmatched"]
@@ -65,7 +69,7 @@ def test_filter_pairing_classifies_planted_filters():
                           "unmatched": 2}
     assert p.matched_fraction == pytest.approx(0.75)
     with pytest.raises(ValueError):
-        E.filter_pairing(torch.zeros(3, 10))
+        A.filter_pairing(torch.zeros(3, 10))
 
 
 def _mirror_closed_mlp(task="classify"):
@@ -82,34 +86,34 @@ def _mirror_closed_mlp(task="classify"):
 def test_equivariance_table_finds_a_planted_action_and_the_control():
     tr, te = _fake(64), _fake(40, 1, "test")
     net = _mirror_closed_mlp()
-    rows = E.equivariance_table({"tanh-classifier": net}, TINY, tr, te, layers=(1,))
-    for probe in E.PROBES:
-        assert E.table_lookup(rows, "tanh-classifier", 1, "horizontal", probe) < 1e-4
-        assert E.table_lookup(rows, "tanh-classifier", 1, "vertical", probe) > 0.05
+    rows = A.equivariance_table({"tanh-classifier": net}, TINY, tr, te, layers=(1,))
+    for probe in A.PROBES:
+        assert A.table_lookup(rows, "tanh-classifier", 1, "horizontal", probe) < 1e-4
+        assert A.table_lookup(rows, "tanh-classifier", 1, "vertical", probe) > 0.05
     assert {r["n_test"] for r in rows if r["probe"] == "noise"} == {100}
     assert next(r for r in rows if r["probe"] == "noise" and r["mirror"] == "horizontal")["paper"] == 0.077
     with pytest.raises(KeyError):
-        E.table_lookup(rows, "tanh-classifier", 2, "horizontal")
+        A.table_lookup(rows, "tanh-classifier", 2, "horizontal")
 
 
 def test_probe_inputs():
     tr, te = _fake(64), _fake(40, 1, "test")
-    assert E.probe_inputs("noise", 10, tr, te, TINY).shape == (10, 3072)
-    assert E.probe_inputs("images", 40, tr, te, TINY).shape == (40, 3072)
-    y = E.probe_inputs("image_cov", 4000, tr, te, TINY)
-    x = E.prepare_images(tr.images[:TINY.cov_images]).flatten(1)
+    assert A.probe_inputs("noise", 10, tr, te, TINY).shape == (10, 3072)
+    assert A.probe_inputs("images", 40, tr, te, TINY).shape == (40, 3072)
+    y = A.probe_inputs("image_cov", 4000, tr, te, TINY)
+    x = prepare_images(tr.images[:TINY.cov_images]).flatten(1)
     torch.testing.assert_close(y.mean(0)[:50], x.mean(0)[:50], atol=0.1, rtol=0)
     torch.testing.assert_close(y.var(0)[:50], x.var(0, correction=0)[:50], atol=0.2, rtol=0.1)
     with pytest.raises(ValueError):
-        E.probe_inputs("images", 41, tr, te, TINY)
+        A.probe_inputs("images", 41, tr, te, TINY)
     with pytest.raises(ValueError):
-        E.probe_inputs("uniform", 5, tr, te, TINY)
+        A.probe_inputs("uniform", 5, tr, te, TINY)
 
 
 def test_end_to_end_error():
     x = _fake(8).images
     flat_id = torch.nn.Flatten()
-    assert E.end_to_end_error(torch.nn.Sequential(flat_id, torch.nn.Linear(3072, 3072)), x, "autoencode") > 0.1
+    assert A.end_to_end_error(torch.nn.Sequential(flat_id, torch.nn.Linear(3072, 3072)), x, "autoencode") > 0.1
 
     class Id(torch.nn.Module):
         def __init__(self):
@@ -119,14 +123,18 @@ def test_end_to_end_error():
         def forward(self, x):
             return self.w * x.flatten(1)
 
-    assert E.end_to_end_error(Id(), x, "autoencode") < 1e-6
+    assert A.end_to_end_error(Id(), x, "autoencode") < 1e-6
 
 
 def test_training_ablation_emergence_and_attention_on_tiny_data():
     tr, te = _fake(64), _fake(40, 1, "test")
     res = E.train_networks(TINY, tr, te, progress=False, names=["tanh-autoencoder", "gelu-classifier"])
     assert set(res) == {"tanh-autoencoder", "gelu-classifier"}
-    assert 0 <= res["gelu-classifier"].history["test_accuracy"][-1] <= 1
+    clf = res["gelu-classifier"]
+    with torch.no_grad():  # the recorded test accuracy, recomputed from the returned model
+        pred = clf.model.eval()(prepare_images(te.images)).argmax(1)
+    assert clf.history["test_accuracy"][-1] == pytest.approx(float((pred == te.labels).float().mean()))
+    assert len(clf.history["test_accuracy"]) == TINY.epochs
     again = E.train_networks(TINY, tr, te, progress=False, names=["tanh-autoencoder"])
     assert again["tanh-autoencoder"].from_cache
     rows = E.ablation(TINY, tr, te, variants={"base": {}, "no penalty": {"penalty_weight": 0.0}}, progress=False,
@@ -141,15 +149,40 @@ def test_training_ablation_emergence_and_attention_on_tiny_data():
         E.ablation(dataclasses.replace(TINY, ablation_variants=("base", "typo")), tr, te, progress=False)
     with pytest.raises(ValueError, match="unknown network"):
         E.ablation(TINY, tr, te, network="relu-classifier", progress=False)
-    assert all(0 <= r["matched_filters"] <= 1 and r["f1_horizontal_noise"] >= 0 for r in rows)
+    # the base row, recomputed from the same (cached) network at the ablation scale
+    tr_ab = subset(tr, TINY.ablation_n_train, seed=0)
+    s_ab = dataclasses.replace(TINY, n_train=len(tr_ab), epochs=TINY.ablation_epochs, snapshot_every=0)
+    base = E.train_networks(s_ab, tr_ab, None, progress=False, names=["tanh-autoencoder"])
+    base = base["tanh-autoencoder"]
+    assert base.from_cache  # the ablation trained exactly this network
+    assert rows[0]["matched_filters"] == A.filter_pairing(base.model.layers[0].weight).matched_fraction
+    assert rows[0]["task_loss"] == base.history["task_loss"][-1]
+    assert rows[0]["end_to_end"] == pytest.approx(A.end_to_end_error(base.model, te.images[:1000],
+                                                                     "autoencode"))
+    assert rows[1]["changes"] == {"penalty_weight": 0.0} and rows[0]["changes"] == {}
     with pytest.raises(ValueError, match="unknown ablation"):
         E.ablation(TINY, tr, te, variants={"x": {"nonsense": 1}}, progress=False)
     build = lambda: E.build_mlp("tanh", "autoencode", TINY.hidden, first_init_scale=TINY.first_init_scale)  # noqa
     em = E.emergence(res["tanh-autoencoder"], build, te, samples=40)
     assert [p["epoch"] for p in em] == [0, 1, 2]
-    att = E.attention_experiment(TINY, tr, te, progress=False)
-    assert sorted(att["head_perm"]) == [0, 1]
-    assert att["output_residual"] >= 0
+    s4 = dataclasses.replace(TINY, attention_heads=4)
+    att = E.attention_experiment(s4, tr, te, progress=False)
+    tau = np.array(att["head_perm"])
+    assert att["swapped_heads"] == [h for h in range(4) if tau[h] != h]
+    # relabel the heads by σ (the same function): the recovered τ must be conjugated,
+    # τ' = σ⁻¹ ∘ τ ∘ σ, which an answer unrelated to the parameters would not be
+    from eqlib.latent.attention import recover_attention_action
+    layer = att["model"].attention.layers[0]
+    sigma = np.array([1, 2, 3, 0])
+    x = att["model"].tokens(prepare_images(te.images[:256]))
+    with torch.no_grad():
+        before = att["model"].attention(x)
+        for name in ("W_Q", "W_K", "W_V", "W_O"):
+            getattr(layer, name).copy_(getattr(layer, name)[torch.as_tensor(sigma)])
+        torch.testing.assert_close(att["model"].attention(x), before, rtol=1e-4, atol=1e-5)
+    again = recover_attention_action(att["model"].attention, att["action"], x)
+    assert again.head_perm["m"].tolist() == np.argsort(sigma)[tau[sigma]].tolist()
+    assert att["output_residual"] == pytest.approx(again.output_residual["m"], rel=1e-4, abs=1e-6)
 
 
 def test_settings_and_cli_parser(monkeypatch):
@@ -203,13 +236,14 @@ RECORDED = Path(__file__).resolve().parents[2] / "book" / "part3" / "recorded"
 def test_recorded_full_run_matches_the_full_budget():
     """Chapter 11 shows a recorded full-budget run; changing the full budget means recording it again
     (bash benchmarks/gpu_check.sh)."""
-    full = E.settings("full").to_dict()
     record = E.load_results(RECORDED / "cifar_mlp_full.json")
-    assert record["settings"] == full
-    assert {r["network"] for r in record["table"]} == set(E.NETWORKS)
+    protocol.check_recorded(record, E.settings("full"), required=("table", "networks", "attention"))
+    assert {r["network"] for r in record["table"]} == set(A.NETWORKS)
     explore = E.load_results(RECORDED / "cifar_mlp_full_explore.json")
-    changed = {k for k in full if explore["settings"][k] != full[k]}
-    assert changed <= {"ablation_n_train", "ablation_epochs", "ablation_networks", "ablation_variants"}, changed
+    protocol.check_recorded(explore, E.settings("full"), allowed_changes={
+        "ablation_n_train", "ablation_epochs", "ablation_networks", "ablation_variants"})
+    with pytest.raises(AssertionError, match="record it again"):  # the check can fail
+        protocol.check_recorded(record, E.settings("full", epochs=16))
     assert [r["variant"] for r in explore["ablation"]] == [
         v for _ in explore["settings"]["ablation_networks"] for v in explore["settings"]["ablation_variants"]]
 
@@ -224,6 +258,6 @@ def test_load_results_errors_and_text_tables(tmp_path):
     with pytest.raises(ValueError, match="lacks"):
         E.load_results(tmp_path / "other.json")
     record = E.load_results(RECORDED / "cifar_mlp_full.json")
-    text = E.table_text(record["table"])
+    text = A.table_text(record["table"])
     assert len(text.splitlines()) == 1 + 4 * 2 * 2 and "f2∘f1" in text and "0.029" in text
-    assert "network" in E.ablation_text(E.load_results(RECORDED / "cifar_mlp_full_explore.json")["ablation"])
+    assert "network" in A.ablation_text(E.load_results(RECORDED / "cifar_mlp_full_explore.json")["ablation"])

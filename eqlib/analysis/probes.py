@@ -1,0 +1,145 @@
+"""Probe inputs for linear-equivariance fits (isotropic noise, test images, Gaussian noise
+with the images' covariance), the input covariance spectrum, paired latents f(y), f(m y),
+and the end-to-end mirror error of a trained network.
+
+Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..data import CIFAR10
+from ..train import mirror_images, prepare_images
+
+__all__ = ["PROBES", "AXES", "probe_inputs", "paired_latents", "input_spectrum",
+           "mirror_symmetric_spectrum", "whitening", "end_to_end_error"]
+
+PROBES = ("noise", "images", "image_cov")
+AXES = ("horizontal", "vertical")
+
+
+def probe_inputs(kind: str, n: int, train: CIFAR10, test: CIFAR10, s: Any, seed: int = 0) -> torch.Tensor:
+    """Flat probe inputs (n, 3072) in the networks' (normalised) input space.
+
+    ``kind``: ``"noise"`` (isotropic N(0, 1), the paper's protocol: each normalised pixel
+    has unit variance, like the images); ``"images"`` (test images, n ≤ len(test));
+    ``"image_cov"`` (Gaussian with the mean and covariance of ``s.cov_images`` training
+    images: y = μ + Σ_k z_k (x_k − μ)/√K with z ~ N(0, I)). ``s`` is any settings object
+    with a ``cov_images`` field (e.g. the experiment's budget settings).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    gen = torch.Generator().manual_seed(int(seed))
+    if kind == "noise":
+        return torch.randn(n, 3072, generator=gen)
+    if kind == "images":
+        if n > len(test):
+            raise ValueError(f"only {len(test)} test images, asked for {n}")
+        return prepare_images(test.images[:n]).flatten(1)
+    if kind == "image_cov":
+        K = min(s.cov_images, len(train))
+        X = prepare_images(train.images[:K]).flatten(1).double()
+        mu = X.mean(0)
+        Xc = (X - mu) / math.sqrt(K)
+        mu, Xc = mu.float(), Xc.float()
+        return torch.cat([mu + torch.randn(min(8192, n - i), K, generator=gen) @ Xc for i in range(0, n, 8192)])
+    raise ValueError(f"probe kind must be one of {PROBES}, got {kind!r}")
+
+
+@torch.no_grad()
+def paired_latents(model: nn.Module, y: torch.Tensor, layers: Sequence[int], axes: Sequence[str],
+                    chunk: int = 4096) -> dict[tuple[int, str | None], torch.Tensor]:
+    """f_{≤i}(y) and f_{≤i}(m y) for every layer i and mirror m, one forward pass per chunk,
+    keyed by ``(i, None)`` and ``(i, m)``. ``model`` has ``latents(x, upto=...)``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    dev = next(model.parameters()).device
+    upto = max(layers)
+    out: dict[tuple[int, str | None], list[torch.Tensor]] = {}
+    for s0 in range(0, len(y), chunk):
+        yb = y[s0:s0 + chunk].to(dev)
+        batch = torch.cat([yb] + [mirror_images(yb, ax) for ax in axes])
+        lat = model.latents(batch, upto=upto)
+        for i in layers:
+            parts = lat[i - 1].chunk(1 + len(axes))
+            for key, part in zip([None, *axes], parts):
+                out.setdefault((i, key), []).append(part)
+    return {k: torch.cat(v) for k, v in out.items()}
+
+
+
+def input_spectrum(images: torch.Tensor, max_images: int = 10_000) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eigenvalues (ascending) and eigenvectors (columns) of the covariance of the first
+    ``max_images`` uint8 ``images``, normalised and flattened as the networks see them.
+
+    Directions with tiny eigenvalues carry almost no image variance: training hardly moves
+    the first layer along them, while isotropic noise probes excite them fully.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    X = prepare_images(images[:max_images]).flatten(1).double()
+    X = X - X.mean(0)
+    evals, evecs = torch.linalg.eigh(X.T @ X / max(1, len(X) - 1))
+    return evals.float(), evecs.float()
+
+
+@torch.no_grad()
+def end_to_end_error(model: nn.Module, images: torch.Tensor, task: str, axis: str = "horizontal") -> float:
+    """Mean over images of ‖f(m x) − m f(x)‖/‖f(x)‖ (autoencoders) or ‖f(m x) − f(x)‖/‖f(x)‖
+    (classifier logits), for uint8 ``images`` (N, 3, 32, 32).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    if task not in ("classify", "autoencode"):
+        raise ValueError(f"task must be 'classify' or 'autoencode', got {task!r}")
+    model.eval()
+    dev = next(model.parameters()).device
+    x = prepare_images(images).to(dev)
+    fx, fmx = model(x), model(mirror_images(x, axis))
+    target = mirror_images(fx.reshape(len(x), -1), axis) if task == "autoencode" else fx
+    return float(((fmx.reshape(len(x), -1) - target.reshape(len(x), -1)).norm(dim=1)
+                  / fx.reshape(len(x), -1).norm(dim=1).clamp_min(1e-12)).mean())
+
+
+def mirror_symmetric_spectrum(images: torch.Tensor, axis: str = "horizontal",
+                              max_images: int = 10_000) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eigenvalues (ascending) and eigenvectors of the covariance of the normalised images
+    *and their mirror images* (``axis``). That covariance C commutes with the mirror M
+    (M C Mᵀ = C, since M is an involutive permutation), so every function of C (a
+    principal subspace, a whitening) commutes with M too.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    X = prepare_images(images[:max_images]).flatten(1).double()
+    X = torch.cat([X, mirror_images(X, axis)])
+    X = X - X.mean(0)
+    evals, evecs = torch.linalg.eigh(X.T @ X / max(1, len(X) - 1))
+    return evals.float(), evecs.float()
+
+
+def whitening(evals: torch.Tensor, evecs: torch.Tensor, kind: str = "zca",
+              eps: float = 1e-2) -> torch.Tensor:
+    """The whitening matrix Z (d, d) with x ↦ x Z: ``"zca"`` is V (Λ + ε)^{-1/2} Vᵀ
+    (symmetric; commutes with any M that commutes with the covariance), ``"pca"`` is
+    V (Λ + ε)^{-1/2} (coordinates in the eigenbasis; does not commute with M).
+
+    Raises:
+        ValueError: for another ``kind`` or ``eps`` ≤ 0.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    if kind not in ("zca", "pca"):
+        raise ValueError(f"kind must be 'zca' or 'pca', got {kind!r}")
+    if not eps > 0:
+        raise ValueError(f"eps must be > 0, got {eps}")
+    scale = (evals.double().clamp_min(0) + eps).rsqrt()
+    V = evecs.double()
+    Z = V * scale if kind == "pca" else (V * scale) @ V.T
+    return Z.float()
+

@@ -1,0 +1,129 @@
+"""Tests of eqlib.experiments.protocol, the protocol every experiment follows."""
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from eqlib.experiments import protocol as P
+
+
+@dataclass(frozen=True)
+class Knobs:
+    name: str
+    epochs: int
+    lr: float = 1e-3
+    hidden: tuple[int, ...] = (8, 8)
+    mirror: bool = True
+    variants: tuple[str, ...] | None = None
+
+
+BUDGETS = {"laptop": Knobs("laptop", 2), "full": Knobs("full", 20, hidden=(64, 64))}
+
+
+def test_settings_and_typed_overrides(monkeypatch):
+    monkeypatch.delenv("EQLIB_BUDGET", raising=False)
+    assert P.settings(BUDGETS) is BUDGETS["laptop"]
+    monkeypatch.setenv("EQLIB_BUDGET", "full")
+    assert P.settings(BUDGETS).epochs == 20
+    assert P.settings(BUDGETS, "laptop", epochs=5) == Knobs("laptop", 5)
+    for bad in ({"epoch": 3}, {"name": "full"}):
+        with pytest.raises(ValueError, match="unknown settings"):
+            P.settings(BUDGETS, "laptop", **bad)
+    with pytest.raises(ValueError, match="not declared"):
+        P.settings({"laptop": BUDGETS["laptop"]}, "full")
+    with pytest.raises(TypeError, match="dataclass"):
+        P.settings({"laptop": {"epochs": 1}}, "laptop")
+    base = BUDGETS["laptop"]
+    assert P.parse_setting("epochs=40", base) == ("epochs", 40)
+    assert P.parse_setting("lr = 0.5", base) == ("lr", 0.5)
+    assert P.parse_setting("hidden=4,5,6", base) == ("hidden", (4, 5, 6))
+    assert P.parse_setting("mirror=false", base) == ("mirror", False)
+    assert P.parse_setting("variants=a,b", base) == ("variants", ("a", "b"))
+    assert P.parse_settings(["epochs=1", "epochs=2"], base) == {"epochs": 2}
+    for bad in ("epochs", "epoch=3", "epochs=many", "name=full", "mirror=maybe", "hidden=4,x"):
+        with pytest.raises(ValueError):
+            P.parse_setting(bad, base)
+    assert P.settings_dict(BUDGETS["full"])["hidden"] == [64, 64]
+
+
+def test_parse_seeds():
+    assert P.parse_seeds("0,1,2") == (0, 1, 2)
+    assert P.parse_seeds("3-5,9") == (3, 4, 5, 9)
+    for bad in ("", "a", "2-1", "1,1", "-3"):
+        with pytest.raises(ValueError, match="--seeds"):
+            P.parse_seeds(bad)
+
+
+def test_cli_has_the_shared_flags_and_checks_out_first(tmp_path, capsys):
+    parser = P.build_parser("prog", "desc", parts=("a", "b"))
+    args = P.parse_args(parser, ["--out", str(tmp_path / "o"), "--seeds", "0-2", "--set",
+                                 "epochs=7", "--parts", "b", "--no-progress", "--no-download",
+                                 "--budget", "full"], BUDGETS)
+    assert args.out == tmp_path / "o" and args.out.is_dir()
+    assert args.seeds == (0, 1, 2) and args.seed == 0 and args.parts == ("b",)
+    assert args.settings == Knobs("full", 7, hidden=(64, 64)) and args.overrides == {"epochs": 7}
+    assert args.progress is False and args.download is False and args.budget == "full"
+    args = P.parse_args(parser, ["--out", str(tmp_path), "--seed", "4"], BUDGETS)
+    assert args.seeds == (4,) and args.parts == ("a", "b") and args.progress and args.download is None
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    # a bad --out is reported even when other flags are bad too: it is checked first
+    for argv in (["--out", str(blocker / "x"), "--set", "nonsense=1"],
+                 ["--out", str(blocker / "x"), "--parts", "zzz"]):
+        with pytest.raises(SystemExit):
+            P.parse_args(parser, argv, BUDGETS)
+        assert "--out" in capsys.readouterr().err
+    for argv in (["--set", "epochs=x"], ["--parts", "zzz"], ["--seeds", "1,1"],
+                 ["--seed", "1", "--seeds", "2"], ["--budget", "huge"]):
+        with pytest.raises(SystemExit):
+            P.parse_args(parser, ["--out", str(tmp_path), *argv], BUDGETS)
+
+
+def test_write_json_is_atomic_and_load_json_checks(tmp_path):
+    path = P.write_json(tmp_path / "r.json", {"settings": {"a": 1}, "x": 0.5})
+    assert json.loads(path.read_text()) == {"settings": {"a": 1}, "x": 0.5}
+
+    class Boom:
+        pass
+    with pytest.raises(TypeError):
+        P.write_json(path, {"settings": Boom()})
+    assert json.loads(path.read_text())["x"] == 0.5  # the old content survives a failed write
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary left behind
+    assert P.load_json(path)["x"] == 0.5
+    with pytest.raises(FileNotFoundError, match="no results file"):
+        P.load_json(tmp_path / "none.json")
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ValueError, match="not a results JSON"):
+        P.load_json(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match="lacks"):
+        P.load_json(path, required=("settings", "table"))
+
+
+def test_check_recorded_and_numbers_differ():
+    s = P.settings(BUDGETS, "full")
+    record = {"settings": P.settings_dict(s), "table": []}
+    P.check_recorded(record, s, required=("table",))
+    with pytest.raises(AssertionError, match="settings.epochs"):
+        P.check_recorded(record, P.settings(BUDGETS, "full", epochs=21))
+    P.check_recorded(record, P.settings(BUDGETS, "full", epochs=21), allowed_changes={"epochs"})
+    with pytest.raises(AssertionError, match="missing keys"):
+        P.check_recorded(record, s, required=("ablation",))
+    assert P.numbers_differ({"a": [1.0, float("nan")]}, {"a": [1.0 + 1e-9, float("nan")]},
+                            rtol=1e-6) == []
+    assert P.numbers_differ({"a": 1}, {"a": 2}) == [".a: 1 != 2"]
+    assert P.numbers_differ({"a": True}, {"a": 1}) != []
+    assert P.numbers_differ([1], [1, 2]) == [".: lengths 1 != 2"]
+
+
+def test_plots_import_analysis_never_experiments():
+    """plots → analysis is the only direction (no cycle with the experiments)."""
+    root = Path(__file__).resolve().parents[2] / "eqlib"
+    for folder in ("plots", "analysis"):
+        for path in (root / folder).glob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    assert "experiments" not in node.module, f"{path.name} imports {node.module}"
