@@ -23,7 +23,7 @@ from torch.nn.utils import parametrize
 from ..actions import Action, DirectSum, PermutationAction, equivariant_basis, trivial
 from ..validation import check_bool, check_tensor, show
 from .base import Layer, Model
-from .mlp import ACTIVATIONS, ODD_ACTIVATIONS, _generator
+from .mlp import ACTIVATIONS, ODD_ACTIVATIONS, FlatModel, _generator
 
 __all__ = ["IntertwinerProjection", "EquivariantDense", "EquivariantMLP"]
 
@@ -167,3 +167,10 @@ class EquivariantMLP(Model):
         if x.dim() > 2:
             x = x.flatten(1)
         return super().latents(x, upto)
+
+    def prefix(self, i: int) -> FlatModel:
+        """f_{≤i}, sharing the parameters; it flattens images and carries ``rho_in = ρ_0``
+        and ``rho_out = ρ_i``, so ``check_equivariance(model.prefix(i), x)`` works."""
+        sub = FlatModel(list(super().prefix(i).layers))
+        sub.rho_in, sub.rho_out = self.rho_in, sub.layers[-1].rho_out
+        return sub

@@ -15,7 +15,7 @@ from torch import nn
 from ..validation import check_bool, check_float, check_int, check_tensor, show
 from .base import Layer, Model
 
-__all__ = ["ACTIVATIONS", "ODD_ACTIVATIONS", "Dense", "MLP"]
+__all__ = ["ACTIVATIONS", "ODD_ACTIVATIONS", "Dense", "MLP", "FlatModel"]
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "tanh": torch.tanh,
@@ -136,6 +136,29 @@ class MLP(Model):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_tensor("x", x, dtypes="float")
         if x.dim() > 2:  # images (N, C, H, W) → (N, CHW)
+            x = x.flatten(1)
+        return super().forward(x)
+
+    def latents(self, x: torch.Tensor, upto: int | None = None) -> list[torch.Tensor]:
+        if x.dim() > 2:
+            x = x.flatten(1)
+        return super().latents(x, upto)
+
+    def prefix(self, i: int) -> "FlatModel":
+        """f_{≤i}, sharing this model's parameters; like the MLP it flattens images first."""
+        return FlatModel(list(super().prefix(i).layers))
+
+
+class FlatModel(Model):
+    """A :class:`Model` that flattens image batches (N, C, H, W) → (N, CHW) first, as
+    :class:`MLP` does: the prefixes of MLPs.
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor("x", x, dtypes="float")
+        if x.dim() > 2:
             x = x.flatten(1)
         return super().forward(x)
 

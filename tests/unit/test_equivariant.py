@@ -81,3 +81,15 @@ def test_signed_output_with_odd_activation_and_residual():
     assert torch.allclose(rout.act(G["m"], b), b) and b.abs().max() > 0  # fixed vectors: (a, -a)
     res = equivariance_residual(layer, regular(G), rout, x, G["m"])
     assert res.shape == (7, 2) and res.abs().max() < 1e-6
+
+
+def test_prefixes_flatten_images_and_carry_actions():
+    images = torch.randn(5, 3, 4, 4)
+    net = MLP([48, 8, 3], seed=0)
+    assert torch.allclose(net.prefix(1)(images), net.latents(images)[0])
+    D4 = dihedral(4)
+    model = EquivariantMLP([image_dihedral((1, 4, 4)), regular(D4), trivial(D4, 2)], "relu", seed=1)
+    x = torch.randn(6, 1, 4, 4)
+    sub = model.prefix(1)
+    assert sub.rho_out is model.layers[0].rho_out
+    assert max(check_equivariance(sub, x).values()) < 1e-5
