@@ -29,6 +29,8 @@ __all__ = [
     "signed_permutation",
     "regular",
     "mirror",
+    "mirror_images",
+    "MIRROR_AXES",
     "image_dihedral",
     "image_rotations",
     "token_permutation",
@@ -586,6 +588,37 @@ def _image_index(shape: tuple[int, ...], transform: Callable[[Tensor], Tensor]) 
     return transform(grid).reshape(-1).numpy()
 
 
+#: the image axis each mirror flips: the one table of mirror axes in eqlib
+MIRROR_AXES = {"horizontal": -1, "vertical": -2}
+
+
+def _mirror_axis(axis: object) -> int:
+    if axis not in MIRROR_AXES:
+        raise ValueError(f"axis must be 'horizontal' (left-right) or 'vertical' (top-bottom), got {axis!r}")
+    return MIRROR_AXES[axis]
+
+
+def mirror_images(x: Tensor, axis: str = "horizontal", shape: tuple[int, int, int] | None = None) -> Tensor:
+    """The mirror m of :func:`mirror` acting on a batch: images (..., C, H, W), or flattened
+    images (N, C·H·W) when ``shape = (C, H, W)`` is given. Any dtype (uint8 too), any device;
+    equal to ``mirror(shape, axis).act(m, x)``, computed with one ``torch.flip``.
+
+    Chapter: *Groups and actions*; the one mirror behind eqlib.data and eqlib.train.
+    """
+    dim = _mirror_axis(axis)
+    check_tensor("x", x)
+    if shape is not None:
+        shape = check_shape("shape", shape, 3)
+        if x.dim() != 2 or x.shape[1] != int(np.prod(shape)):
+            raise ValueError(f"flattened images of shape {tuple(shape)} must be (N, {int(np.prod(shape))}), "
+                             f"got {tuple(x.shape)}")
+        return torch.flip(x.view(-1, *shape), dims=(dim,)).reshape(x.shape)
+    if x.dim() < 3:
+        raise ValueError(f"mirror_images expects images (..., C, H, W), got shape {tuple(x.shape)}; "
+                         "pass shape=(C, H, W) for flattened images")
+    return torch.flip(x, dims=(dim,))
+
+
 def mirror(shape: tuple[int, int, int], axis: str = "horizontal") -> PermutationAction:
     """The mirror group Z2 = :func:`~eqlib.groups.flip` acting on images of shape (C, H, W).
 
@@ -595,11 +628,9 @@ def mirror(shape: tuple[int, int, int], axis: str = "horizontal") -> Permutation
     Chapter: *Groups and actions*.
     """
     shape = check_shape("shape", shape, 3)
-    dims = {"horizontal": -1, "vertical": -2}
-    if axis not in dims:
-        raise ValueError(f"axis must be 'horizontal' or 'vertical', got {axis!r}")
+    dim = _mirror_axis(axis)
     G = flip()
-    m = _image_index(tuple(shape), lambda t: torch.flip(t, dims=(dims[axis],)))
+    m = _image_index(tuple(shape), lambda t: torch.flip(t, dims=(dim,)))
     return PermutationAction.from_generators(G, {G["m"]: m}, shape=tuple(shape))
 
 

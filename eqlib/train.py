@@ -21,6 +21,7 @@ Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import time
@@ -34,7 +35,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .data import CIFAR10_MEAN, CIFAR10_STD, mirror, normalize
+from .actions import MIRROR_AXES, Action, PermutationAction, equivariance_residual
+from .actions import mirror as mirror_action
+from .actions import mirror_images as _mirror_images
+from .data import CIFAR10_MEAN, CIFAR10_STD, normalize
 from .device import default_device
 from .io import CACHE_WRITE_ERRORS, CorruptFileError, cache_dir, config_hash, load_torch, save_torch, warn_once
 from .validation import check_bool, check_choice, check_finite, check_float, check_int, check_tensor, show
@@ -49,7 +53,6 @@ _TASKS = ("classify", "autoencode")
 _OPTIMIZERS = ("adam", "sgd")
 _SCHEDULES = ("constant", "warmup_linear")
 _PENALTIES = ("none", "equivariance", "invariance")
-_AXES = {"horizontal": -1, "vertical": -2}
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ class TrainConfig:
         """Check every field (NaN, inf, non-integers and unknown options are errors that name
         the field); integral floats such as ``epochs=2.0`` become ints."""
         for name, options in (("task", _TASKS), ("optimizer", _OPTIMIZERS), ("schedule", _SCHEDULES),
-                              ("penalty", _PENALTIES), ("mirror_axis", tuple(_AXES))):
+                              ("penalty", _PENALTIES), ("mirror_axis", tuple(MIRROR_AXES))):
             check_choice(f"TrainConfig.{name}", getattr(self, name), options)
         for name, low in (("epochs", 1), ("batch_size", 1), ("snapshot_every", 0), ("seed", 0)):
             value = getattr(self, name)
@@ -189,17 +192,18 @@ class TrainResult:
 # --------------------------------------------------------------------------- pieces
 
 def mirror_images(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
-    """:func:`eqlib.data.mirror` that also takes flattened images ``(N, 3·32·32)`` (MLP outputs).
+    """:func:`eqlib.actions.mirror_images` on images (N, C, H, W) or on flattened CIFAR-sized
+    images ``(N, 3·32·32)`` (MLP outputs).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     if x.dim() == 2:
         if x.shape[1] != 3 * 32 * 32:
             raise ValueError(f"flattened images must have 3·32·32 = 3072 coordinates, got {x.shape[1]}")
-        return mirror(x.view(-1, 3, 32, 32), axis).reshape(x.shape)
+        return _mirror_images(x, axis, (3, 32, 32))
     if x.dim() != 4:
         raise ValueError(f"expected images (N, C, H, W) or (N, 3072), got shape {tuple(x.shape)}")
-    return mirror(x, axis)
+    return _mirror_images(x, axis)
 
 
 def prepare_images(images: torch.Tensor, mean=CIFAR_MEAN, std=CIFAR_STD) -> torch.Tensor:
@@ -217,22 +221,71 @@ def prepare_images(images: torch.Tensor, mean=CIFAR_MEAN, std=CIFAR_STD) -> torc
     return (images.float() - m) / s
 
 
+@functools.lru_cache(maxsize=32)
+def _mirror_of(shape: tuple[int, ...], axis: str) -> PermutationAction:
+    return mirror_action(shape, axis)
+
+
+@functools.lru_cache(maxsize=32)
+def _fixed(group, shape: tuple[int, ...]) -> PermutationAction:
+    """The trivial action of ``group`` on tensors of ``shape`` (invariance: ρ_out(g) = I)."""
+    d = int(torch.Size(shape).numel())
+    return PermutationAction(group, torch.arange(d).repeat(group.order, 1).numpy(), shape=shape)
+
+
 def penalty_term(model: nn.Module, x: torch.Tensor, kind: str, axis: str = "horizontal",
-                 out: torch.Tensor | None = None) -> torch.Tensor:
-    """The mirror penalty of ``model`` on a batch ``x`` (N, 3, 32, 32), as a mean over coordinates.
+                 out: torch.Tensor | None = None, symmetry: tuple[Action, Action] | None = None,
+                 elements: list | None = None) -> torch.Tensor:
+    """The equivariance penalty of ``model`` on a batch ``x``, as a mean over coordinates.
 
+    Without ``symmetry`` (the mirror penalties; x images (N, C, H, W)):
     ``kind="equivariance"``: mean of (f(m x) − m f(x))² (outputs are images or flattened
-    images); ``kind="invariance"``: mean of (f(m x) − f(x))². ``out`` = f(x) if already
-    computed. Zero for an exactly equivariant / invariant model.
+    images); ``kind="invariance"``: mean of (f(m x) − f(x))².
 
-    Chapter: *Reproducing the CIFAR-10 experiment*.
+    With ``symmetry=(rho_in, rho_out)``: the mean over ``elements`` (default: all of G) of
+    mean (f(ρ_in(g)x) − ρ_out(g)f(x))², with ρ_out replaced by the identity for
+    ``kind="invariance"``. Both go through :func:`eqlib.actions.equivariance_residual`.
+
+    ``out`` = f(x) if already computed. Zero for an exactly equivariant / invariant model.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*; *Building equivariant layers*.
     """
     if kind not in ("equivariance", "invariance"):
         raise ValueError(f"kind must be 'equivariance' or 'invariance', got {kind!r}")
     fx = model(x) if out is None else out
-    fmx = model(mirror_images(x, axis))
-    target = mirror_images(fx, axis) if kind == "equivariance" else fx
-    return (fmx - target).pow(2).mean()
+    if symmetry is None:
+        check_tensor("x", x, ndim=4)
+        rho_in = _mirror_of(tuple(x.shape[1:]), axis)
+        elements = [rho_in.group["m"]]
+        rho_out = rho_in
+    else:
+        rho_in, rho_out = _check_symmetry(symmetry)
+        elements = list(rho_in.group) if elements is None else list(elements)
+    if kind == "invariance":
+        rho_out = _fixed(rho_in.group, tuple(fx.shape[1:]))
+    terms = [equivariance_residual(model, rho_in, rho_out, x, g, fx).pow(2).mean() for g in elements]
+    return terms[0] if len(terms) == 1 else torch.stack(terms).mean()
+
+
+def _check_symmetry(symmetry: object) -> tuple[Action, Action]:
+    if not isinstance(symmetry, (tuple, list)) or len(symmetry) != 2:
+        raise TypeError(f"symmetry must be a pair (rho_in, rho_out) of actions, got {show(symmetry)}")
+    for name, rho in zip(("rho_in", "rho_out"), symmetry):
+        if not isinstance(rho, Action):
+            raise TypeError(f"symmetry's {name} must be an Action, got {show(rho)}")
+    if symmetry[0].group != symmetry[1].group:
+        raise ValueError("symmetry's rho_in and rho_out must be actions of one group")
+    return symmetry[0], symmetry[1]
+
+
+def _act_each(rho: Action, index: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """ρ(g_n) x_n for every sample n, with g_n = the group's element number ``index[n]``."""
+    out = x.clone()
+    for g in rho.group:
+        mask = index == g.index
+        if g != rho.group.identity and bool(mask.any()):
+            out[mask] = rho.act(g, x[mask])
+    return out
 
 
 def penalty_weight_at(config: TrainConfig, progress: float) -> float:
@@ -421,7 +474,7 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     # (x / scale - mean) / std  ==  x * mul - sub, fused in place per batch
     mul = (1.0 / (scale * torch.tensor(config.std, device=dev))).view(1, 3, 1, 1)
     sub = (torch.tensor(config.mean, device=dev) / torch.tensor(config.std, device=dev)).view(1, 3, 1, 1)
-    axis = _AXES[config.mirror_axis]
+    axis = MIRROR_AXES[config.mirror_axis]
     label_max = int(y_all.max()) if y_all is not None else None
 
     gen = torch.Generator(device=dev)
