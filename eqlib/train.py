@@ -368,6 +368,22 @@ def _check_data(images: torch.Tensor, labels: torch.Tensor | None, task: str, na
             raise ValueError(f"{label_name} must be class indices >= 0, got minimum {int(labels.min())}")
 
 
+def _check_samples(x: torch.Tensor, labels: torch.Tensor | None, task: str, rho_in: Action,
+                   name: str = "images") -> None:
+    """Group-generic data: float samples (N, *rho_in.shape) or (N, rho_in.dim); labels as for images."""
+    check_tensor(name, x, nonempty=True, dtypes="float", finite=True)
+    if tuple(x.shape[1:]) not in (tuple(rho_in.shape), (rho_in.dim,)):
+        raise ValueError(f"{name} must have shape (N, {', '.join(map(str, rho_in.shape))}) or (N, {rho_in.dim}) "
+                         f"for the symmetry's rho_in, got {tuple(x.shape)}")
+    if task == "classify":
+        label_name = "labels" if name == "images" else "eval labels"
+        if labels is None:
+            raise ValueError("task='classify' needs labels")
+        check_tensor(label_name, labels, ndim=1, dtypes="integer")
+        if labels.shape != (x.shape[0],):
+            raise ValueError(f"{label_name} must have shape ({x.shape[0]},), got {tuple(labels.shape)}")
+
+
 def _check_model(model: nn.Module) -> None:
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {show(model)}")
@@ -427,8 +443,16 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
           device: str | torch.device | None = None, progress: bool = True,
           checkpoints: str | Path | None = None, checkpoint_every: int = 1,
           eval_data: tuple[torch.Tensor, torch.Tensor] | None = None,
-          callback: Callable[[int, nn.Module, dict], None] | None = None) -> TrainResult:
+          callback: Callable[[int, nn.Module, dict], None] | None = None,
+          symmetry: tuple[Action, Action] | None = None, penalty_samples: int = 1) -> TrainResult:
     """Train ``model`` on uint8 ``images`` (N, 3, 32, 32) under ``config``.
+
+    With ``symmetry=(rho_in, rho_out)`` the trainer is group-generic: ``images`` is any float
+    tensor (N, *rho_in.shape) (or (N, rho_in.dim)), used as it is (no normalisation);
+    ``augment_mirror`` then acts on every sample by a uniformly random element of G;
+    the penalty is the mean over ``penalty_samples`` uniformly sampled g per batch of
+    mean (f(ρ_in(g)x) − ρ_out(g)f(x))² (ρ_out = identity for ``penalty="invariance"``).
+    ``mirror_axis``, ``mean`` and ``std`` are then unused.
 
     Args:
         model: any module mapping float images (N, 3, 32, 32) to logits (N, K) or to
@@ -445,6 +469,8 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
             test loss after every epoch.
         callback: called as ``callback(epoch, model, history)`` after each epoch (after
             the checkpoint is saved).
+        symmetry: ``(rho_in, rho_out)``, actions of one finite group (see above).
+        penalty_samples: group elements sampled per batch for the symmetry penalty.
 
     Returns:
         :class:`TrainResult`; same seed and same device give the same weights.
@@ -454,11 +480,20 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     _check_model(model)
-    _check_data(images, labels, config.task)
+    rho_in = rho_out = None
+    if symmetry is not None:
+        rho_in, rho_out = _check_symmetry(symmetry)
+        penalty_samples = check_int("penalty_samples", penalty_samples, 1)
+        _check_samples(images, labels, config.task, rho_in)
+    else:
+        _check_data(images, labels, config.task)
     if eval_data is not None:
         if not isinstance(eval_data, (tuple, list)) or len(eval_data) != 2:
             raise TypeError(f"eval_data must be a pair (images, labels), got {show(eval_data)}")
-        _check_data(eval_data[0], eval_data[1], config.task, "eval images")
+        if symmetry is not None:
+            _check_samples(eval_data[0], eval_data[1], config.task, rho_in, "eval images")
+        else:
+            _check_data(eval_data[0], eval_data[1], config.task, "eval images")
     checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {show(callback)}")
@@ -513,7 +548,10 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     for epoch in range(start_epoch, config.epochs):
         t0 = time.perf_counter()
         perm = torch.randperm(n, generator=gen, device=dev)
-        flips = (torch.rand(n, generator=gen, device=dev) < 0.5) if config.augment_mirror else None
+        flips = (torch.rand(n, generator=gen, device=dev) < 0.5) if config.augment_mirror and rho_in is None \
+            else None
+        elements = torch.randint(rho_in.group.order, (n,), generator=gen, device=dev) \
+            if config.augment_mirror and rho_in is not None else None
         # per batch, kept on the device until the epoch ends (one sync per epoch):
         task_losses: list[torch.Tensor] = []
         penalties: list[torch.Tensor] = []  # batches with the penalty on
@@ -524,9 +562,14 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
         for b in range(steps_per_epoch):
             if b % block == 0:  # normalise (and mirror) the next `block` batches in one go
                 idx = perm[b * bs:(b + block) * bs]
-                xs = x_all[idx].float().mul_(mul).sub_(sub)
+                if rho_in is None:
+                    xs = x_all[idx].float().mul_(mul).sub_(sub)
+                else:  # group-generic: samples as they are
+                    xs = x_all[idx].float()
                 if flips is not None:
                     xs = torch.where(flips[idx].view(-1, 1, 1, 1), xs.flip(axis), xs)
+                if elements is not None:
+                    xs = _act_each(rho_in, elements[idx], xs)
                 x_batches = xs.split(bs)
                 y_batches = y_all[idx].split(bs) if y_all is not None else None
             x = x_batches[b % block]
@@ -545,7 +588,12 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
             task_loss = _task_loss(out, x, y, config.task)
             loss = task_loss
             if pw > 0:
-                pen = penalty_term(model, x, config.penalty, config.mirror_axis, out=out)
+                if rho_in is None:
+                    pen = penalty_term(model, x, config.penalty, config.mirror_axis, out=out)
+                else:
+                    picks = torch.randint(rho_in.group.order, (penalty_samples,), generator=gen, device=dev)
+                    pen = penalty_term(model, x, config.penalty, out=out, symmetry=(rho_in, rho_out),
+                                       elements=[rho_in.group[int(i)] for i in picks])
                 loss = task_loss + pw * pen
                 penalties.append(pen.detach())
             optimizer.zero_grad(set_to_none=True)
@@ -579,7 +627,17 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
         if eval_data is not None:
             ex, ey = eval_data
             model.eval()
-            if config.task == "classify":
+            if rho_in is not None:  # group-generic: raw samples
+                with torch.no_grad():
+                    xe = ex.to(dev).float()
+                    oe = model(xe)
+                    if config.task == "classify":
+                        history["test_accuracy"].append(float((oe.argmax(1) == ey.to(dev)).float().mean()))
+                        history["test_loss"].append(float("nan"))
+                    else:
+                        history["test_loss"].append(float(_task_loss(oe, xe, None, "autoencode")))
+                        history["test_accuracy"].append(float("nan"))
+            elif config.task == "classify":
                 history["test_accuracy"].append(evaluate_accuracy(model, ex, ey, mean=config.mean, std=config.std))
                 history["test_loss"].append(float("nan"))
             else:
