@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
+from ..actions import equivariance_residual, mirror, trivial
 from ..validation import check_float, check_int, check_tensor
 from .base import Layer, Model
 
@@ -232,9 +233,11 @@ def mirror_invariance_error(model: nn.Module, x: torch.Tensor) -> float:
     check_tensor("x", x, ndim=4, dtypes="float", nonempty=True, finite=True)
     was = model.training
     model.eval()
-    fx, fmx = model(x), model(x.flip(-1))
+    rho = mirror(tuple(x.shape[1:]))
+    fx = model(x)
+    diff = equivariance_residual(model, rho, trivial(rho.group, fx.shape[-1]), x, rho.group["m"], fx)
     model.train(was)
-    return float((fmx - fx).norm() / fx.norm().clamp_min(1e-30))
+    return float(diff.norm() / fx.norm().clamp_min(1e-30))
 
 
 # --------------------------------------------------------------------------- mirror-GCNN
