@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from .actions import mirror_images
+from .seeds import torch_generator
 from .io import CorruptFileError, atomic_write, cache_dir, warn_once
 from .validation import check_float, check_int, check_tensor
 
@@ -814,8 +815,8 @@ def random_mirror(
     Vectorized: one random mask (N,) and a ``torch.where``; works on any device.
 
     Args:
-        generator: a torch.Generator on x's device, or an int seed (None: torch's global
-            generator).
+        generator: a torch.Generator on x's device, or an int seed (None: the default
+            seed 0, as everywhere in eqlib: :func:`eqlib.seeds.torch_generator`).
         return_mask: also return the bool mask (N,) of mirrored images.
 
     Chapter: *Reproducing the CIFAR-10 experiment* (augmentation).
@@ -824,8 +825,7 @@ def random_mirror(
     if x.ndim != 4:
         raise ValueError(f"random_mirror needs a batch (N, C, H, W), got {tuple(x.shape)}")
     p = check_float("p (a probability)", p, 0.0, 1.0)
-    if isinstance(generator, int):
-        generator = torch.Generator(device=x.device).manual_seed(generator)
+    generator = torch_generator(generator, device=x.device)
     mask = torch.rand(x.shape[0], generator=generator, device=x.device) < p
     out = torch.where(mask[:, None, None, None], mirror_images(x, axis), x)
     return (out, mask) if return_mask else out

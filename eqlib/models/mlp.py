@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..seeds import torch_generator
 from ..validation import check_bool, check_float, check_int, check_tensor, show
 from .base import Layer, Model
 
@@ -28,10 +29,7 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 ODD_ACTIVATIONS = frozenset({"tanh", "identity"})
 
 
-def _generator(seed: int | torch.Generator | None) -> torch.Generator:
-    if isinstance(seed, torch.Generator):
-        return seed
-    return torch.Generator().manual_seed(0 if seed is None else check_int("seed", seed, 0))
+_generator = torch_generator  # seed=None means eqlib.seeds.DEFAULT_SEED
 
 
 class Dense(Layer):
