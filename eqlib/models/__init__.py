@@ -6,7 +6,7 @@ from .attention import AttentionNetwork, MultiHeadAttention
 from .base import Layer, Model
 from .cnn import (VGG, VGG_CONFIGS, ConvLayer, MirrorGCNN, PoolHead, channel_involution, conv_layers, flip_filters,
                   mirror_invariance_error, warm_batchnorm)
-from .equivariant import EquivariantDense, EquivariantMLP, IntertwinerProjection
+from .equivariant import EquivariantDense, EquivariantMLP, GroupAverage, IntertwinerProjection
 from .sets import DeepSetsLayer, GraphLayer, ResidualBlock
 from .mlp import ACTIVATIONS, ODD_ACTIVATIONS, MLP, Dense
 
@@ -14,4 +14,4 @@ __all__ = ["Layer", "Model", "Dense", "MLP", "ACTIVATIONS", "ODD_ACTIVATIONS",
            "MultiHeadAttention", "AttentionNetwork", "VGG", "VGG_CONFIGS", "MirrorGCNN", "ConvLayer", "PoolHead",
            "channel_involution", "conv_layers", "flip_filters", "mirror_invariance_error", "warm_batchnorm",
            "DeepSetsLayer", "GraphLayer", "ResidualBlock",
-           "EquivariantDense", "EquivariantMLP", "IntertwinerProjection"]
+           "EquivariantDense", "EquivariantMLP", "GroupAverage", "IntertwinerProjection"]

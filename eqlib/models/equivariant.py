@@ -25,7 +25,7 @@ from ..validation import check_bool, check_tensor, show
 from .base import Layer, Model
 from .mlp import ACTIVATIONS, ODD_ACTIVATIONS, FlatModel, _generator
 
-__all__ = ["IntertwinerProjection", "EquivariantDense", "EquivariantMLP"]
+__all__ = ["IntertwinerProjection", "GroupAverage", "EquivariantDense", "EquivariantMLP"]
 
 
 class IntertwinerProjection(nn.Module):
@@ -45,6 +45,28 @@ class IntertwinerProjection(nn.Module):
 
     def right_inverse(self, W: torch.Tensor) -> torch.Tensor:
         return W  # assigning an equivariant W stores W itself
+
+
+class GroupAverage(nn.Module):
+    """The Reynolds average θ ↦ (1/|G|) Σ_g g·θ of a parameter tensor, as a parametrization.
+
+    Subclasses give the action on parameters through :meth:`images`, the list of g·θ over
+    the non-identity elements g. With g·W = ρ_out(g) W ρ_in(g)⁻¹ this is
+    :func:`eqlib.actions.reynolds`; :class:`~eqlib.models.MirrorGCNN` uses it with the
+    mirror acting on convolution filters, biases and classifier columns (a G-CNN is the
+    general construction of chapter 5 with convolutions).
+
+    Chapter: *Building equivariant layers*.
+    """
+
+    def images(self, theta: torch.Tensor) -> list[torch.Tensor]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def forward(self, theta: torch.Tensor) -> torch.Tensor:
+        moved = self.images(theta)
+        if len(moved) == 1:  # a group of order 2
+            return 0.5 * (theta + moved[0])
+        return (theta + torch.stack(moved).sum(0)) / (len(moved) + 1)
 
 
 def _pointwise_ok(rho: Action, activation: str) -> bool:
