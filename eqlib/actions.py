@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .groups import FiniteGroup, GroupElement, dihedral, flip
-from .validation import check_finite, check_int, check_shape, check_tensor, show
+from .validation import check_finite, check_float, check_int, check_shape, check_tensor, show
 
 __all__ = [
     "Action",
@@ -29,11 +29,18 @@ __all__ = [
     "signed_permutation",
     "regular",
     "mirror",
+    "mirror_images",
+    "MIRROR_AXES",
     "image_dihedral",
     "image_rotations",
     "token_permutation",
     "check_homomorphism",
     "check_equivariance",
+    "equivariance_residual",
+    "equivariant_basis",
+    "intertwiner_dimension",
+    "reynolds",
+    "equivariant_projector",
 ]
 
 Tensor = torch.Tensor
@@ -318,11 +325,26 @@ def _require_homomorphism(rho: Action, tol: float = 1e-5) -> None:
         )
 
 
+def equivariance_residual(
+    f: Callable[[Tensor], Tensor], rho_in: Action, rho_out: Action, x: Tensor, g: GroupElement,
+    fx: Tensor | None = None,
+) -> Tensor:
+    """The equivariance residual f(ρ_in(g)x) − ρ_out(g)f(x) on a batch x (autograd-friendly).
+
+    The one kernel behind every equivariance error and penalty in eqlib; pass ``fx = f(x)``
+    to reuse it across elements.
+
+    Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
+    """
+    fx = f(x) if fx is None else fx
+    return f(rho_in.act(g, x)) - rho_out.act(g, fx)
+
+
 def check_equivariance(
     f: Callable[[Tensor], Tensor],
-    rho_in: Action,
-    rho_out: Action,
-    x: Tensor,
+    rho_in: Action | Tensor,
+    rho_out: Action | None = None,
+    x: Tensor | None = None,
     elements: Sequence[GroupElement] | None = None,
 ) -> dict[GroupElement, float]:
     """Relative equivariance error of f for each group element:
@@ -330,6 +352,10 @@ def check_equivariance(
     .. math:: \\frac{\\lVert f(\\rho_{in}(g)x) - \\rho_{out}(g) f(x) \\rVert}{\\lVert f(x) \\rVert}
 
     over the whole batch x (Frobenius norms). Returns ``{g: error}``.
+
+    ``check_equivariance(model, x)`` reads the actions from ``model.rho_in`` and
+    ``model.rho_out`` (as :class:`~eqlib.models.equivariant.EquivariantDense` and
+    :class:`~eqlib.models.equivariant.EquivariantMLP` carry them).
 
     Raises:
         ValueError: for an empty batch x, elements of another group, or when f gives
@@ -339,6 +365,14 @@ def check_equivariance(
     """
     if not callable(f):
         raise TypeError(f"f must be callable, got {show(f)}")
+    if isinstance(rho_in, Tensor) and rho_out is None and x is None:  # check_equivariance(model, x)
+        x = rho_in
+        rho_in, rho_out = getattr(f, "rho_in", None), getattr(f, "rho_out", None)
+        if rho_in is None or rho_out is None:
+            raise TypeError("check_equivariance(f, x) needs f to carry actions f.rho_in and f.rho_out; "
+                            f"{show(f)} does not: call check_equivariance(f, rho_in, rho_out, x)")
+    if x is None:
+        raise TypeError("check_equivariance needs a batch x: check_equivariance(f, rho_in, rho_out, x)")
     for name, rho in (("rho_in", rho_in), ("rho_out", rho_out)):
         if not isinstance(rho, Action):
             raise TypeError(f"{name} must be an Action, got {show(rho)}")
@@ -354,10 +388,93 @@ def check_equivariance(
         scale = fx.norm().clamp_min(1e-12)
         errors = {}
         for g in elements:
-            fgx = f(rho_in.act(g, x))
-            check_finite(f"f(rho_in({g.name}) x)", fgx)
-            errors[g] = ((fgx - rho_out.act(g, fx)).norm() / scale).item()
+            res = equivariance_residual(f, rho_in, rho_out, x, g, fx)
+            check_finite(f"f(rho_in({g.name}) x)", res)
+            errors[g] = (res.norm() / scale).item()
         return errors
+
+
+# -- intertwiners: the equivariant linear maps -----------------------------------------
+def _check_pair(rho_in: object, rho_out: object) -> None:
+    for name, rho in (("rho_in", rho_in), ("rho_out", rho_out)):
+        if not isinstance(rho, Action):
+            raise TypeError(f"{name} must be an Action, got {show(rho)}")
+    if rho_in.group != rho_out.group:
+        raise ValueError(f"rho_in and rho_out must be actions of one group, got {rho_in.group.name} "
+                         f"and {rho_out.group.name}")
+
+
+def equivariant_basis(rho_in: Action, rho_out: Action, tol: float = 1e-5) -> Tensor:
+    """An orthonormal basis of the intertwiners Hom_G(ρ_in, ρ_out) = {W : W ρ_in(g) = ρ_out(g) W}.
+
+    W is equivariant iff vec(W) is in the null space of the stacked constraints
+    ``ρ_out(s) ⊗ ρ_in(s⁻¹)ᵀ − I`` over the generators s (row-major vec: vec(A W B) =
+    (A ⊗ Bᵀ) vec(W)); solved with :func:`scipy.linalg.null_space`.
+
+    Args:
+        tol: singular values below ``tol`` times the largest one count as zero (the
+            matrices are stored in float32, so the constraints hold only to ~1e-7).
+
+    Returns:
+        a tensor (k, d_out, d_in): k orthonormal (Frobenius) equivariant matrices.
+
+    Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
+    """
+    from scipy.linalg import null_space
+
+    _check_pair(rho_in, rho_out)
+    d_in, d_out = rho_in.dim, rho_out.dim
+    if d_in * d_out > 40_000:
+        raise ValueError(f"equivariant_basis solves a dense (d_out·d_in)² system; d_out·d_in = {d_out * d_in} is "
+                         "too large (at most 40000): use actions on fewer dimensions")
+    G = rho_in.group
+    rows = [np.kron(rho_out.matrix(s).double().numpy(), rho_in.matrix(G.inverse(s)).double().numpy().T)
+            - np.eye(d_in * d_out) for s in G.generators]
+    tol = check_float("tol", tol, 0, 1, low_open=True)
+    basis = null_space(np.concatenate(rows), rcond=tol).T  # (k, d_out·d_in)
+    return torch.as_tensor(basis.reshape(-1, d_out, d_in), dtype=torch.get_default_dtype())
+
+
+def reynolds(W: Tensor, rho_in: Action, rho_out: Action) -> Tensor:
+    """The Reynolds average (1/|G|) Σ_g ρ_out(g) W ρ_in(g)⁻¹ of matrices W (..., d_out, d_in).
+
+    It is the orthogonal projection onto the intertwiners when the actions are orthogonal
+    (and a projection onto them in general). Differentiable in W.
+
+    Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
+    """
+    _check_pair(rho_in, rho_out)
+    check_tensor("W", W)
+    if W.ndim < 2 or tuple(W.shape[-2:]) != (rho_out.dim, rho_in.dim):
+        raise ValueError(f"W must have shape (..., {rho_out.dim}, {rho_in.dim}) (d_out, d_in), "
+                         f"got {tuple(W.shape)}")
+    G = rho_in.group
+    out = torch.stack([rho_out.matrix(g).to(W) @ W @ rho_in.matrix(G.inverse(g)).to(W) for g in G])
+    return out.mean(0)
+
+
+def equivariant_projector(rho_in: Action, rho_out: Action) -> Tensor:
+    """The Reynolds operator as a (d_out·d_in, d_out·d_in) matrix acting on row-major vec(W).
+
+    Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
+    """
+    _check_pair(rho_in, rho_out)
+    G = rho_in.group
+    return torch.stack([torch.kron(rho_out.matrix(g), rho_in.matrix(G.inverse(g)).T.contiguous()) for g in G]).mean(0)
+
+
+def intertwiner_dimension(rho_in: Action, rho_out: Action) -> float:
+    """dim Hom_G(ρ_in, ρ_out) from characters: (1/|G|) Σ_g χ_in(g⁻¹) χ_out(g).
+
+    (For real representations χ(g⁻¹) = χ(g).) Returns a float, an integer up to rounding.
+
+    Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
+    """
+    _check_pair(rho_in, rho_out)
+    G = rho_in.group
+    total = sum(float(torch.trace(rho_in.matrix(G.inverse(g)))) * float(torch.trace(rho_out.matrix(g)))
+                for g in G)
+    return total / G.order
 
 
 # -- factories ------------------------------------------------------------------------
@@ -471,6 +588,37 @@ def _image_index(shape: tuple[int, ...], transform: Callable[[Tensor], Tensor]) 
     return transform(grid).reshape(-1).numpy()
 
 
+#: the image axis each mirror flips: the one table of mirror axes in eqlib
+MIRROR_AXES = {"horizontal": -1, "vertical": -2}
+
+
+def _mirror_axis(axis: object) -> int:
+    if axis not in MIRROR_AXES:
+        raise ValueError(f"axis must be 'horizontal' (left-right) or 'vertical' (top-bottom), got {axis!r}")
+    return MIRROR_AXES[axis]
+
+
+def mirror_images(x: Tensor, axis: str = "horizontal", shape: tuple[int, int, int] | None = None) -> Tensor:
+    """The mirror m of :func:`mirror` acting on a batch: images (..., C, H, W), or flattened
+    images (N, C·H·W) when ``shape = (C, H, W)`` is given. Any dtype (uint8 too), any device;
+    equal to ``mirror(shape, axis).act(m, x)``, computed with one ``torch.flip``.
+
+    Chapter: *Groups and actions*; the one mirror behind eqlib.data and eqlib.train.
+    """
+    dim = _mirror_axis(axis)
+    check_tensor("x", x)
+    if shape is not None:
+        shape = check_shape("shape", shape, 3)
+        if x.dim() != 2 or x.shape[1] != int(np.prod(shape)):
+            raise ValueError(f"flattened images of shape {tuple(shape)} must be (N, {int(np.prod(shape))}), "
+                             f"got {tuple(x.shape)}")
+        return torch.flip(x.view(-1, *shape), dims=(dim,)).reshape(x.shape)
+    if x.dim() < 3:
+        raise ValueError(f"mirror_images expects images (..., C, H, W), got shape {tuple(x.shape)}; "
+                         "pass shape=(C, H, W) for flattened images")
+    return torch.flip(x, dims=(dim,))
+
+
 def mirror(shape: tuple[int, int, int], axis: str = "horizontal") -> PermutationAction:
     """The mirror group Z2 = :func:`~eqlib.groups.flip` acting on images of shape (C, H, W).
 
@@ -480,11 +628,9 @@ def mirror(shape: tuple[int, int, int], axis: str = "horizontal") -> Permutation
     Chapter: *Groups and actions*.
     """
     shape = check_shape("shape", shape, 3)
-    dims = {"horizontal": -1, "vertical": -2}
-    if axis not in dims:
-        raise ValueError(f"axis must be 'horizontal' or 'vertical', got {axis!r}")
+    dim = _mirror_axis(axis)
     G = flip()
-    m = _image_index(tuple(shape), lambda t: torch.flip(t, dims=(dims[axis],)))
+    m = _image_index(tuple(shape), lambda t: torch.flip(t, dims=(dim,)))
     return PermutationAction.from_generators(G, {G["m"]: m}, shape=tuple(shape))
 
 

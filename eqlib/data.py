@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .actions import mirror_images
+from .seeds import torch_generator
 from .io import CorruptFileError, atomic_write, cache_dir, warn_once
 from .validation import check_float, check_int, check_tensor
 
@@ -785,29 +787,20 @@ def load_cifar10(
 
 
 # -- batch transforms (vectorized, any device) --------------------------------------------
-_AXES = {"horizontal": -1, "vertical": -2}
-
-
 def _check_images(x: torch.Tensor, what: str) -> None:
     if not isinstance(x, torch.Tensor) or x.ndim not in (3, 4):
         raise ValueError(f"{what} expects images (N, C, H, W) or (C, H, W), got "
                          f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
 
 
-def _axis(axis: str) -> int:
-    if axis not in _AXES:
-        raise ValueError(f"axis must be 'horizontal' (left-right) or 'vertical' (top-bottom), got {axis!r}")
-    return _AXES[axis]
-
-
 def mirror(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
-    """Mirror images (N, C, H, W): ``"horizontal"`` swaps left and right (the width axis),
-    ``"vertical"`` swaps top and bottom. Same as :func:`eqlib.actions.mirror` acting.
+    """Mirror images (N, C, H, W) or (C, H, W): :func:`eqlib.actions.mirror_images` (the
+    one mirror; kept here under its old name).
 
     Chapters: *Groups and actions*; *Reproducing the CIFAR-10 experiment*.
     """
     _check_images(x, "mirror")
-    return torch.flip(x, dims=(_axis(axis),))
+    return mirror_images(x, axis)
 
 
 def random_mirror(
@@ -822,8 +815,8 @@ def random_mirror(
     Vectorized: one random mask (N,) and a ``torch.where``; works on any device.
 
     Args:
-        generator: a torch.Generator on x's device, or an int seed (None: torch's global
-            generator).
+        generator: a torch.Generator on x's device, or an int seed (None: the default
+            seed 0, as everywhere in eqlib: :func:`eqlib.seeds.torch_generator`).
         return_mask: also return the bool mask (N,) of mirrored images.
 
     Chapter: *Reproducing the CIFAR-10 experiment* (augmentation).
@@ -832,10 +825,9 @@ def random_mirror(
     if x.ndim != 4:
         raise ValueError(f"random_mirror needs a batch (N, C, H, W), got {tuple(x.shape)}")
     p = check_float("p (a probability)", p, 0.0, 1.0)
-    if isinstance(generator, int):
-        generator = torch.Generator(device=x.device).manual_seed(generator)
+    generator = torch_generator(generator, device=x.device)
     mask = torch.rand(x.shape[0], generator=generator, device=x.device) < p
-    out = torch.where(mask[:, None, None, None], torch.flip(x, dims=(_axis(axis),)), x)
+    out = torch.where(mask[:, None, None, None], mirror_images(x, axis), x)
     return (out, mask) if return_mask else out
 
 

@@ -259,9 +259,11 @@ class FiniteGroup:
         return list(dict.fromkeys(picked))
 
     def sample(self, n: int = 1, seed: int | None = 0) -> list[GroupElement]:
-        """``n`` elements drawn uniformly with a seeded generator."""
+        """``n`` elements drawn uniformly with a seeded generator (None: the default seed 0)."""
+        from .seeds import numpy_rng
+
         n = check_int("n", n, 0)
-        rng = np.random.default_rng(seed)
+        rng = numpy_rng(seed)
         return [self._elements[i] for i in rng.integers(0, self.order, size=n)]
 
     def __eq__(self, other: object) -> bool:

@@ -55,6 +55,7 @@ import torch
 from .models.base import Model
 from .models.mlp import ACTIVATIONS, MLP
 from .symmetries import symmetry_group
+from .seeds import torch_generator
 from .validation import check_float, check_int, check_tensor
 
 __all__ = ["find_inactive", "find_clones", "Reduction", "reduce", "plant_degenerate"]
@@ -529,8 +530,7 @@ def plant_degenerate(model: MLP, n_dead: int = 1, n_constant: int = 1, n_clones:
                ("signed_permutation", "nonzero_scaled_permutation")]
         if odd:
             raise ValueError(f"negated clones need odd activations (σ(−z) = −σ(z)); got {sorted(set(odd))}")
-    gen = seed if isinstance(seed, torch.Generator) else torch.Generator().manual_seed(
-        0 if seed is None else check_int("seed", seed, 0))
+    gen = torch_generator(seed)
     Ws = [l.weight.detach().clone() for l in model.layers]
     bs = [None if l.bias is None else l.bias.detach().clone() for l in model.layers]
     for i in range(model.depth - 1):  # hidden layer i+1: rows of Ws[i], columns of Ws[i+1]

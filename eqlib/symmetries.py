@@ -30,6 +30,7 @@ from scipy.optimize import linear_sum_assignment
 
 from .models.attention import AttentionNetwork, MultiHeadAttention
 from .models.mlp import ACTIVATIONS, MLP
+from .seeds import torch_generator
 from .validation import check_float, check_int, check_tensor
 
 __all__ = [
@@ -63,10 +64,7 @@ _ACTIVATION_KIND = {
 }
 
 
-def _generator(seed: int | torch.Generator | None) -> torch.Generator:
-    if isinstance(seed, torch.Generator):
-        return seed
-    return torch.Generator().manual_seed(0 if seed is None else check_int("seed", seed, 0))
+_generator = torch_generator  # the one seed helper: seed=None means DEFAULT_SEED
 
 
 class SymmetryElement:

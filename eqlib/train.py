@@ -21,6 +21,7 @@ Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import time
@@ -34,7 +35,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .data import CIFAR10_MEAN, CIFAR10_STD, mirror, normalize
+from .actions import MIRROR_AXES, Action, PermutationAction, equivariance_residual
+from .actions import mirror as mirror_action
+from .actions import mirror_images as _mirror_images
+from .data import CIFAR10_MEAN, CIFAR10_STD, normalize
 from .device import default_device
 from .io import CACHE_WRITE_ERRORS, CorruptFileError, cache_dir, config_hash, load_torch, save_torch, warn_once
 from .validation import check_bool, check_choice, check_finite, check_float, check_int, check_tensor, show
@@ -49,7 +53,6 @@ _TASKS = ("classify", "autoencode")
 _OPTIMIZERS = ("adam", "sgd")
 _SCHEDULES = ("constant", "warmup_linear")
 _PENALTIES = ("none", "equivariance", "invariance")
-_AXES = {"horizontal": -1, "vertical": -2}
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ class TrainConfig:
         """Check every field (NaN, inf, non-integers and unknown options are errors that name
         the field); integral floats such as ``epochs=2.0`` become ints."""
         for name, options in (("task", _TASKS), ("optimizer", _OPTIMIZERS), ("schedule", _SCHEDULES),
-                              ("penalty", _PENALTIES), ("mirror_axis", tuple(_AXES))):
+                              ("penalty", _PENALTIES), ("mirror_axis", tuple(MIRROR_AXES))):
             check_choice(f"TrainConfig.{name}", getattr(self, name), options)
         for name, low in (("epochs", 1), ("batch_size", 1), ("snapshot_every", 0), ("seed", 0)):
             value = getattr(self, name)
@@ -189,17 +192,18 @@ class TrainResult:
 # --------------------------------------------------------------------------- pieces
 
 def mirror_images(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
-    """:func:`eqlib.data.mirror` that also takes flattened images ``(N, 3·32·32)`` (MLP outputs).
+    """:func:`eqlib.actions.mirror_images` on images (N, C, H, W) or on flattened CIFAR-sized
+    images ``(N, 3·32·32)`` (MLP outputs).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     if x.dim() == 2:
         if x.shape[1] != 3 * 32 * 32:
             raise ValueError(f"flattened images must have 3·32·32 = 3072 coordinates, got {x.shape[1]}")
-        return mirror(x.view(-1, 3, 32, 32), axis).reshape(x.shape)
+        return _mirror_images(x, axis, (3, 32, 32))
     if x.dim() != 4:
         raise ValueError(f"expected images (N, C, H, W) or (N, 3072), got shape {tuple(x.shape)}")
-    return mirror(x, axis)
+    return _mirror_images(x, axis)
 
 
 def prepare_images(images: torch.Tensor, mean=CIFAR_MEAN, std=CIFAR_STD) -> torch.Tensor:
@@ -217,22 +221,71 @@ def prepare_images(images: torch.Tensor, mean=CIFAR_MEAN, std=CIFAR_STD) -> torc
     return (images.float() - m) / s
 
 
+@functools.lru_cache(maxsize=32)
+def _mirror_of(shape: tuple[int, ...], axis: str) -> PermutationAction:
+    return mirror_action(shape, axis)
+
+
+@functools.lru_cache(maxsize=32)
+def _fixed(group, shape: tuple[int, ...]) -> PermutationAction:
+    """The trivial action of ``group`` on tensors of ``shape`` (invariance: ρ_out(g) = I)."""
+    d = int(torch.Size(shape).numel())
+    return PermutationAction(group, torch.arange(d).repeat(group.order, 1).numpy(), shape=shape)
+
+
 def penalty_term(model: nn.Module, x: torch.Tensor, kind: str, axis: str = "horizontal",
-                 out: torch.Tensor | None = None) -> torch.Tensor:
-    """The mirror penalty of ``model`` on a batch ``x`` (N, 3, 32, 32), as a mean over coordinates.
+                 out: torch.Tensor | None = None, symmetry: tuple[Action, Action] | None = None,
+                 elements: list | None = None) -> torch.Tensor:
+    """The equivariance penalty of ``model`` on a batch ``x``, as a mean over coordinates.
 
+    Without ``symmetry`` (the mirror penalties; x images (N, C, H, W)):
     ``kind="equivariance"``: mean of (f(m x) − m f(x))² (outputs are images or flattened
-    images); ``kind="invariance"``: mean of (f(m x) − f(x))². ``out`` = f(x) if already
-    computed. Zero for an exactly equivariant / invariant model.
+    images); ``kind="invariance"``: mean of (f(m x) − f(x))².
 
-    Chapter: *Reproducing the CIFAR-10 experiment*.
+    With ``symmetry=(rho_in, rho_out)``: the mean over ``elements`` (default: all of G) of
+    mean (f(ρ_in(g)x) − ρ_out(g)f(x))², with ρ_out replaced by the identity for
+    ``kind="invariance"``. Both go through :func:`eqlib.actions.equivariance_residual`.
+
+    ``out`` = f(x) if already computed. Zero for an exactly equivariant / invariant model.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*; *Building equivariant layers*.
     """
     if kind not in ("equivariance", "invariance"):
         raise ValueError(f"kind must be 'equivariance' or 'invariance', got {kind!r}")
     fx = model(x) if out is None else out
-    fmx = model(mirror_images(x, axis))
-    target = mirror_images(fx, axis) if kind == "equivariance" else fx
-    return (fmx - target).pow(2).mean()
+    if symmetry is None:
+        check_tensor("x", x, ndim=4)
+        rho_in = _mirror_of(tuple(x.shape[1:]), axis)
+        elements = [rho_in.group["m"]]
+        rho_out = rho_in
+    else:
+        rho_in, rho_out = _check_symmetry(symmetry)
+        elements = list(rho_in.group) if elements is None else list(elements)
+    if kind == "invariance":
+        rho_out = _fixed(rho_in.group, tuple(fx.shape[1:]))
+    terms = [equivariance_residual(model, rho_in, rho_out, x, g, fx).pow(2).mean() for g in elements]
+    return terms[0] if len(terms) == 1 else torch.stack(terms).mean()
+
+
+def _check_symmetry(symmetry: object) -> tuple[Action, Action]:
+    if not isinstance(symmetry, (tuple, list)) or len(symmetry) != 2:
+        raise TypeError(f"symmetry must be a pair (rho_in, rho_out) of actions, got {show(symmetry)}")
+    for name, rho in zip(("rho_in", "rho_out"), symmetry):
+        if not isinstance(rho, Action):
+            raise TypeError(f"symmetry's {name} must be an Action, got {show(rho)}")
+    if symmetry[0].group != symmetry[1].group:
+        raise ValueError("symmetry's rho_in and rho_out must be actions of one group")
+    return symmetry[0], symmetry[1]
+
+
+def _act_each(rho: Action, index: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """ρ(g_n) x_n for every sample n, with g_n = the group's element number ``index[n]``."""
+    out = x.clone()
+    for g in rho.group:
+        mask = index == g.index
+        if g != rho.group.identity and bool(mask.any()):
+            out[mask] = rho.act(g, x[mask])
+    return out
 
 
 def penalty_weight_at(config: TrainConfig, progress: float) -> float:
@@ -315,6 +368,22 @@ def _check_data(images: torch.Tensor, labels: torch.Tensor | None, task: str, na
             raise ValueError(f"{label_name} must be class indices >= 0, got minimum {int(labels.min())}")
 
 
+def _check_samples(x: torch.Tensor, labels: torch.Tensor | None, task: str, rho_in: Action,
+                   name: str = "images") -> None:
+    """Group-generic data: float samples (N, *rho_in.shape) or (N, rho_in.dim); labels as for images."""
+    check_tensor(name, x, nonempty=True, dtypes="float", finite=True)
+    if tuple(x.shape[1:]) not in (tuple(rho_in.shape), (rho_in.dim,)):
+        raise ValueError(f"{name} must have shape (N, {', '.join(map(str, rho_in.shape))}) or (N, {rho_in.dim}) "
+                         f"for the symmetry's rho_in, got {tuple(x.shape)}")
+    if task == "classify":
+        label_name = "labels" if name == "images" else "eval labels"
+        if labels is None:
+            raise ValueError("task='classify' needs labels")
+        check_tensor(label_name, labels, ndim=1, dtypes="integer")
+        if labels.shape != (x.shape[0],):
+            raise ValueError(f"{label_name} must have shape ({x.shape[0]},), got {tuple(labels.shape)}")
+
+
 def _check_model(model: nn.Module) -> None:
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {show(model)}")
@@ -374,8 +443,16 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
           device: str | torch.device | None = None, progress: bool = True,
           checkpoints: str | Path | None = None, checkpoint_every: int = 1,
           eval_data: tuple[torch.Tensor, torch.Tensor] | None = None,
-          callback: Callable[[int, nn.Module, dict], None] | None = None) -> TrainResult:
+          callback: Callable[[int, nn.Module, dict], None] | None = None,
+          symmetry: tuple[Action, Action] | None = None, penalty_samples: int = 1) -> TrainResult:
     """Train ``model`` on uint8 ``images`` (N, 3, 32, 32) under ``config``.
+
+    With ``symmetry=(rho_in, rho_out)`` the trainer is group-generic: ``images`` is any float
+    tensor (N, *rho_in.shape) (or (N, rho_in.dim)), used as it is (no normalisation);
+    ``augment_mirror`` then acts on every sample by a uniformly random element of G;
+    the penalty is the mean over ``penalty_samples`` uniformly sampled g per batch of
+    mean (f(ρ_in(g)x) − ρ_out(g)f(x))² (ρ_out = identity for ``penalty="invariance"``).
+    ``mirror_axis``, ``mean`` and ``std`` are then unused.
 
     Args:
         model: any module mapping float images (N, 3, 32, 32) to logits (N, K) or to
@@ -392,6 +469,8 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
             test loss after every epoch.
         callback: called as ``callback(epoch, model, history)`` after each epoch (after
             the checkpoint is saved).
+        symmetry: ``(rho_in, rho_out)``, actions of one finite group (see above).
+        penalty_samples: group elements sampled per batch for the symmetry penalty.
 
     Returns:
         :class:`TrainResult`; same seed and same device give the same weights.
@@ -401,11 +480,20 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     _check_model(model)
-    _check_data(images, labels, config.task)
+    rho_in = rho_out = None
+    if symmetry is not None:
+        rho_in, rho_out = _check_symmetry(symmetry)
+        penalty_samples = check_int("penalty_samples", penalty_samples, 1)
+        _check_samples(images, labels, config.task, rho_in)
+    else:
+        _check_data(images, labels, config.task)
     if eval_data is not None:
         if not isinstance(eval_data, (tuple, list)) or len(eval_data) != 2:
             raise TypeError(f"eval_data must be a pair (images, labels), got {show(eval_data)}")
-        _check_data(eval_data[0], eval_data[1], config.task, "eval images")
+        if symmetry is not None:
+            _check_samples(eval_data[0], eval_data[1], config.task, rho_in, "eval images")
+        else:
+            _check_data(eval_data[0], eval_data[1], config.task, "eval images")
     checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {show(callback)}")
@@ -421,7 +509,7 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     # (x / scale - mean) / std  ==  x * mul - sub, fused in place per batch
     mul = (1.0 / (scale * torch.tensor(config.std, device=dev))).view(1, 3, 1, 1)
     sub = (torch.tensor(config.mean, device=dev) / torch.tensor(config.std, device=dev)).view(1, 3, 1, 1)
-    axis = _AXES[config.mirror_axis]
+    axis = MIRROR_AXES[config.mirror_axis]
     label_max = int(y_all.max()) if y_all is not None else None
 
     gen = torch.Generator(device=dev)
@@ -460,7 +548,10 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     for epoch in range(start_epoch, config.epochs):
         t0 = time.perf_counter()
         perm = torch.randperm(n, generator=gen, device=dev)
-        flips = (torch.rand(n, generator=gen, device=dev) < 0.5) if config.augment_mirror else None
+        flips = (torch.rand(n, generator=gen, device=dev) < 0.5) if config.augment_mirror and rho_in is None \
+            else None
+        elements = torch.randint(rho_in.group.order, (n,), generator=gen, device=dev) \
+            if config.augment_mirror and rho_in is not None else None
         # per batch, kept on the device until the epoch ends (one sync per epoch):
         task_losses: list[torch.Tensor] = []
         penalties: list[torch.Tensor] = []  # batches with the penalty on
@@ -471,9 +562,14 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
         for b in range(steps_per_epoch):
             if b % block == 0:  # normalise (and mirror) the next `block` batches in one go
                 idx = perm[b * bs:(b + block) * bs]
-                xs = x_all[idx].float().mul_(mul).sub_(sub)
+                if rho_in is None:
+                    xs = x_all[idx].float().mul_(mul).sub_(sub)
+                else:  # group-generic: samples as they are
+                    xs = x_all[idx].float()
                 if flips is not None:
                     xs = torch.where(flips[idx].view(-1, 1, 1, 1), xs.flip(axis), xs)
+                if elements is not None:
+                    xs = _act_each(rho_in, elements[idx], xs)
                 x_batches = xs.split(bs)
                 y_batches = y_all[idx].split(bs) if y_all is not None else None
             x = x_batches[b % block]
@@ -492,7 +588,12 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
             task_loss = _task_loss(out, x, y, config.task)
             loss = task_loss
             if pw > 0:
-                pen = penalty_term(model, x, config.penalty, config.mirror_axis, out=out)
+                if rho_in is None:
+                    pen = penalty_term(model, x, config.penalty, config.mirror_axis, out=out)
+                else:
+                    picks = torch.randint(rho_in.group.order, (penalty_samples,), generator=gen, device=dev)
+                    pen = penalty_term(model, x, config.penalty, out=out, symmetry=(rho_in, rho_out),
+                                       elements=[rho_in.group[int(i)] for i in picks])
                 loss = task_loss + pw * pen
                 penalties.append(pen.detach())
             optimizer.zero_grad(set_to_none=True)
@@ -526,7 +627,17 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
         if eval_data is not None:
             ex, ey = eval_data
             model.eval()
-            if config.task == "classify":
+            if rho_in is not None:  # group-generic: raw samples
+                with torch.no_grad():
+                    xe = ex.to(dev).float()
+                    oe = model(xe)
+                    if config.task == "classify":
+                        history["test_accuracy"].append(float((oe.argmax(1) == ey.to(dev)).float().mean()))
+                        history["test_loss"].append(float("nan"))
+                    else:
+                        history["test_loss"].append(float(_task_loss(oe, xe, None, "autoencode")))
+                        history["test_accuracy"].append(float("nan"))
+            elif config.task == "classify":
                 history["test_accuracy"].append(evaluate_accuracy(model, ex, ey, mean=config.mean, std=config.std))
                 history["test_loss"].append(float("nan"))
             else:

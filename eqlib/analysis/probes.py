@@ -13,6 +13,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..actions import equivariance_residual, trivial
+from ..actions import mirror as mirror_action
 from ..data import CIFAR10
 from ..train import mirror_images, prepare_images
 
@@ -101,9 +103,10 @@ def end_to_end_error(model: nn.Module, images: torch.Tensor, task: str, axis: st
     model.eval()
     dev = next(model.parameters()).device
     x = prepare_images(images).to(dev)
-    fx, fmx = model(x), model(mirror_images(x, axis))
-    target = mirror_images(fx.reshape(len(x), -1), axis) if task == "autoencode" else fx
-    return float(((fmx.reshape(len(x), -1) - target.reshape(len(x), -1)).norm(dim=1)
+    fx, rho = model(x), mirror_action(tuple(x.shape[1:]), axis)
+    rho_out = rho if task == "autoencode" else trivial(rho.group, fx.shape[-1])
+    diff = equivariance_residual(model, rho, rho_out, x, rho.group["m"], fx)
+    return float((diff.reshape(len(x), -1).norm(dim=1)
                   / fx.reshape(len(x), -1).norm(dim=1).clamp_min(1e-12)).mean())
 
 

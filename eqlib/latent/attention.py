@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from ..actions import Action, MatrixAction, PermutationAction
+from ..actions import Action, MatrixAction, PermutationAction, equivariance_residual
 from ..groups import FiniteGroup, GroupElement, flip
 from ..models.attention import AttentionNetwork, MultiHeadAttention
 from ..models.base import Model
@@ -434,6 +434,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
         raise ValueError(f"out_features must be an action of {action_in.group.name} on R^{d_out}")
     G = action_in.group
     res = AttentionLatentAction(G, tol=tol)
+    action_out = TokenAction(G, out_features, d_out, token_perms=action_in.perms)
     with torch.no_grad():
         maps_x, fx = layer.attention_maps(x), layer(x)
         for g in G:
@@ -465,8 +466,8 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             res.positional_residual[name] = None if layer.P is None else float(_rel(moved["P"], layer.P))
             res.maps_residual[name] = float((maps_gx[:, torch.as_tensor(tau)] - expected).norm()
                                             / maps_gx.norm().clamp_min(1e-12))
-            g_fx = action_in.permute_tokens(g, fx) @ S.T
-            res.output_residual[name] = float((layer(gx) - g_fx).norm() / fx.norm().clamp_min(1e-12))
+            residual = equivariance_residual(layer, action_in, action_out, x, g, fx)
+            res.output_residual[name] = float(residual.norm() / fx.norm().clamp_min(1e-12))
             res.S[name] = S.clone()
             # the per-head space: Y_{τ(h)}(g·X) = Π_g Y_h(X) B_h^{-1}
             y_gx = layer.head_values(gx)[:, torch.as_tensor(tau)]

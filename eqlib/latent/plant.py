@@ -11,9 +11,9 @@ layer's own stabilizer).
 
 Equivariant weights (ρ_out(g) W = W ρ_in(g) for all g) are drawn in one of two ways:
 
-- small layers (``d_out·d_in ≤ 256``): a Gaussian combination of a basis of the null
-  space of the stacked constraints ``ρ_out(h) ⊗ ρ_in(h⁻¹)ᵀ − I`` over the generators h
-  (:func:`scipy.linalg.null_space`, row-major vec: vec(A W B) = (A ⊗ Bᵀ) vec(W));
+- small layers (``d_out·d_in ≤ 256``): a Gaussian combination of the orthonormal basis of
+  the intertwiners from :func:`eqlib.actions.equivariant_basis` (the null space of the
+  stacked constraints ``ρ_out(h) ⊗ ρ_in(h⁻¹)ᵀ − I`` over the generators h; chapter 5);
 - larger layers: the group average W = 1/``|G|`` Σ_g ρ_out(g) W₀ ρ_in(g)⁻¹ of a Gaussian W₀,
   which costs ``|G|`` indexing passes for permutation-like actions (no d² × d² matrix).
 
@@ -27,10 +27,9 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import scipy.linalg
 import torch
 
-from ..actions import Action
+from ..actions import Action, equivariant_basis
 from ..groups import FiniteGroup
 from ..models.mlp import MLP, ODD_ACTIVATIONS
 from .result import MonomialAction
@@ -106,16 +105,13 @@ def equivariant_weight(rho_in: Action, rho_out: Action, seed: int = 0, method: s
     gen = torch.Generator().manual_seed(int(seed))
     method = method or ("null_space" if d_in * d_out <= NULL_SPACE_MAX else "average")
     if method == "null_space":
-        eye = np.eye(d_in * d_out)
-        blocks = [np.kron(rho_out.matrix(h).double().numpy(), rho_in.matrix(~h).double().numpy().T) - eye
-                  for h in G.generators]
-        if not blocks:
+        if not G.generators:
             return torch.randn(d_out, d_in, generator=gen)
-        N = scipy.linalg.null_space(np.concatenate(blocks))
-        if N.shape[1] == 0:
+        basis = equivariant_basis(rho_in, rho_out)  # the null space of chapter 5
+        if basis.shape[0] == 0:
             return torch.zeros(d_out, d_in)
-        c = torch.randn(N.shape[1], generator=gen, dtype=torch.float64).numpy()
-        return torch.as_tensor(N @ c, dtype=torch.get_default_dtype()).reshape(d_out, d_in)
+        c = torch.randn(basis.shape[0], generator=gen, dtype=torch.float64).to(basis.dtype)
+        return torch.einsum("k,kij->ij", c, basis)
     if method != "average":
         raise ValueError(f"method must be 'null_space' or 'average', got {method!r}")
     W0 = torch.randn(d_out, d_in, generator=gen)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..actions import Action
+from ..actions import Action, equivariance_residual
 from ..groups import FiniteGroup, GroupElement
 from .units import compose_monomial, monomial_matrix
 
@@ -129,7 +129,7 @@ def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x
             m = live[i + 1].to(fy.device) if live is not None else slice(None)
             scale = fy[:, m].norm().clamp_min(1e-12)
             for g in G:
-                diff = layer(ks[i].act(g, y)) - ks[i + 1].act(g, fy)
+                diff = equivariance_residual(layer, ks[i], ks[i + 1], y, g, fy)
                 out[i, g.index] = float(diff[:, m].norm() / scale)
             y = fy
     return out

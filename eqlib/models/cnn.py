@@ -33,8 +33,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
+from ..actions import equivariance_residual, mirror, trivial
 from ..validation import check_float, check_int, check_tensor
 from .base import Layer, Model
+from .equivariant import GroupAverage
 
 __all__ = ["VGG_CONFIGS", "ConvLayer", "PoolHead", "VGG", "MirrorGCNN", "flip_filters", "channel_involution",
            "mirror_invariance_error", "conv_layers", "warm_batchnorm"]
@@ -232,9 +234,11 @@ def mirror_invariance_error(model: nn.Module, x: torch.Tensor) -> float:
     check_tensor("x", x, ndim=4, dtypes="float", nonempty=True, finite=True)
     was = model.training
     model.eval()
-    fx, fmx = model(x), model(x.flip(-1))
+    rho = mirror(tuple(x.shape[1:]))
+    fx = model(x)
+    diff = equivariance_residual(model, rho, trivial(rho.group, fx.shape[-1]), x, rho.group["m"], fx)
     model.train(was)
-    return float((fmx - fx).norm() / fx.norm().clamp_min(1e-30))
+    return float(diff.norm() / fx.norm().clamp_min(1e-30))
 
 
 # --------------------------------------------------------------------------- mirror-GCNN
@@ -259,28 +263,31 @@ def channel_involution(channels: int, fixed: int) -> torch.Tensor:
     return pi
 
 
-class _SymmetrizeConv(nn.Module):
-    """W ↦ (W + W[π_out][:, π_in, :, ::-1]) / 2, the projection onto the GCNN constraint."""
+class _SymmetrizeConv(GroupAverage):
+    """W ↦ (W + W[π_out][:, π_in, :, ::-1]) / 2: the Reynolds average of the mirror m acting
+    on filters (ρ_out(m) = π_out ⊗ mirror, ρ_in(m) = π_in ⊗ mirror), the projection onto
+    the GCNN constraint."""
 
     def __init__(self, pi_out: torch.Tensor, pi_in: torch.Tensor):
         super().__init__()
         self.register_buffer("pi_out", pi_out.clone())
         self.register_buffer("pi_in", pi_in.clone())
 
-    def forward(self, w: torch.Tensor) -> torch.Tensor:
-        return 0.5 * (w + w[self.pi_out][:, self.pi_in].flip(-1))
+    def images(self, w: torch.Tensor) -> list[torch.Tensor]:
+        return [w[self.pi_out][:, self.pi_in].flip(-1)]
 
 
-class _SymmetrizeVector(nn.Module):
-    """b ↦ (b + b[π]) / 2 along ``dim`` (biases, BN affine parameters, classifier columns)."""
+class _SymmetrizeVector(GroupAverage):
+    """b ↦ (b + b[π]) / 2 along ``dim``: the Reynolds average of m acting by π (biases, BN
+    affine parameters, classifier columns)."""
 
     def __init__(self, pi: torch.Tensor, dim: int = 0):
         super().__init__()
         self.register_buffer("pi", pi.clone())
         self.dim = dim
 
-    def forward(self, b: torch.Tensor) -> torch.Tensor:
-        return 0.5 * (b + b.index_select(self.dim, self.pi))
+    def images(self, b: torch.Tensor) -> list[torch.Tensor]:
+        return [b.index_select(self.dim, self.pi)]
 
 
 class _InvolutionBatchNorm2d(nn.BatchNorm2d):

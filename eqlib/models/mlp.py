@@ -12,10 +12,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..seeds import torch_generator
 from ..validation import check_bool, check_float, check_int, check_tensor, show
 from .base import Layer, Model
 
-__all__ = ["ACTIVATIONS", "ODD_ACTIVATIONS", "Dense", "MLP"]
+__all__ = ["ACTIVATIONS", "ODD_ACTIVATIONS", "Dense", "MLP", "FlatModel"]
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "tanh": torch.tanh,
@@ -28,10 +29,7 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 ODD_ACTIVATIONS = frozenset({"tanh", "identity"})
 
 
-def _generator(seed: int | torch.Generator | None) -> torch.Generator:
-    if isinstance(seed, torch.Generator):
-        return seed
-    return torch.Generator().manual_seed(0 if seed is None else check_int("seed", seed, 0))
+_generator = torch_generator  # seed=None means eqlib.seeds.DEFAULT_SEED
 
 
 class Dense(Layer):
@@ -136,6 +134,29 @@ class MLP(Model):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_tensor("x", x, dtypes="float")
         if x.dim() > 2:  # images (N, C, H, W) → (N, CHW)
+            x = x.flatten(1)
+        return super().forward(x)
+
+    def latents(self, x: torch.Tensor, upto: int | None = None) -> list[torch.Tensor]:
+        if x.dim() > 2:
+            x = x.flatten(1)
+        return super().latents(x, upto)
+
+    def prefix(self, i: int) -> "FlatModel":
+        """f_{≤i}, sharing this model's parameters; like the MLP it flattens images first."""
+        return FlatModel(list(super().prefix(i).layers))
+
+
+class FlatModel(Model):
+    """A :class:`Model` that flattens image batches (N, C, H, W) → (N, CHW) first, as
+    :class:`MLP` does: the prefixes of MLPs.
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor("x", x, dtypes="float")
+        if x.dim() > 2:
             x = x.flatten(1)
         return super().forward(x)
 

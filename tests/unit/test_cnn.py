@@ -65,3 +65,31 @@ def test_gcnn_trains_with_ordinary_optimizer_and_stays_invariant():
         opt.zero_grad(), loss.backward(), opt.step()
     assert not torch.allclose(before, gcnn.layers[0].conv.weight)
     assert mirror_invariance_error(gcnn.eval(), x) < 1e-5
+
+
+def test_mirror_gcnn_constraints_are_reynolds_averages():
+    """MirrorGCNN is the general construction: its parametrizations are the Reynolds average
+    of the mirror acting on parameters, equal to actions.reynolds on a flattened filter bank."""
+    import numpy as np
+
+    from eqlib.actions import PermutationAction, reynolds
+    from eqlib.groups import flip
+    from eqlib.models import GroupAverage, MirrorGCNN, conv_layers
+
+    net = MirrorGCNN("small", width=0.25, image_size=16, seed=0)
+    layer = conv_layers(net)[1]
+    proj = layer.conv.parametrizations.weight[0]
+    assert isinstance(proj, GroupAverage)
+    w = torch.randn(layer.conv.parametrizations.weight.original.shape)
+    c_out, c_in, kh, kw = w.shape
+    G = flip()
+
+    def action(pi, c):  # m: permute channels by pi and mirror the filter's columns
+        grid = torch.arange(c * kh * kw).reshape(c, kh, kw)
+        return PermutationAction(G, np.stack([grid.reshape(-1).numpy(), grid[pi].flip(-1).reshape(-1).numpy()]))
+
+    rho_out = action(proj.pi_out, c_out)  # on the rows (o, h, x) of the flattened filter bank
+    flat = w.permute(0, 2, 3, 1).reshape(c_out * kh * kw, c_in)
+    moved = proj(w).permute(0, 2, 3, 1).reshape(c_out * kh * kw, c_in)
+    pi_in_action = PermutationAction(G, np.stack([np.arange(c_in), proj.pi_in.numpy()]))
+    assert torch.allclose(reynolds(flat, pi_in_action, rho_out), moved, atol=1e-6)

@@ -1,34 +1,30 @@
 import pytest
 import torch
 
-from eqlib.actions import mirror, trivial
+from eqlib.actions import from_matrices, intertwiner_dimension, regular
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch06 import check_latent_action, check_transported_weight
-from eqlib.groups import flip
-from eqlib.latent import latent_actions, plant_equivariant
+from eqlib.exercises.ch05 import check_circulant, check_intertwiner_dim, check_relu_breaks
+from eqlib.groups import dihedral
 
 
-@pytest.fixture(scope="module")
-def planted():
-    G = flip()
-    rin, rout = mirror((1, 4, 4)), trivial(G, 3)
-    net, _ = plant_equivariant(G, rin, rout, [16, 12, 3], "tanh", seed=0)
-    return G, rin, rout, net
-
-
-def test_transported_weight(planted):
-    G, rin, _, net = planted
-    W = net.layers[0].weight.detach()
-    assert check_transported_weight(net, rin, G["m"], W @ rin.matrix(G["m"])) is None
+def test_intertwiner_dim():
+    assert check_intertwiner_dim(intertwiner_dimension) is None
     with pytest.raises(ExerciseError):
-        check_transported_weight(net, rin, G["m"], W * 2)
+        check_intertwiner_dim(lambda a, b: a.dim * b.dim)
 
 
-def test_latent_action(planted):
-    G, rin, rout, net = planted
-    perm, signs = latent_actions(net, rin, rout).structured(1, G["m"])
-    assert check_latent_action(net, rin, G["m"], perm, signs) is None
+def test_circulant():
+    W = torch.stack([torch.tensor([1.0, 2.0, 3.0, 4.0]).roll(k) for k in range(4)])
+    assert check_circulant(W) is None
     with pytest.raises(ExerciseError):
-        check_latent_action(net, rin, G["m"], perm, -signs)
+        check_circulant(torch.tensor([[1.0, 2.0, 3.0, 4.0]] * 4))
     with pytest.raises(ExerciseError):
-        check_latent_action(net, rin, G["m"], torch.zeros(12), signs)
+        check_circulant(W.T)
+
+
+def test_relu_breaks():
+    D4 = dihedral(4)
+    rot = from_matrices(D4, {D4["r"]: [[0.0, -1.0], [1.0, 0.0]], D4["s"]: [[-1.0, 0.0], [0.0, 1.0]]})
+    assert check_relu_breaks(rot) is None
+    with pytest.raises(ExerciseError):
+        check_relu_breaks(regular(D4))

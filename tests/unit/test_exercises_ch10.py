@@ -1,31 +1,26 @@
-"""The chapter-10 checkers accept right answers and reject wrong ones with a useful message."""
+"""The chapter-9 checkers accept right answers and reject wrong ones with a message."""
 import pytest
 import torch
 
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch11 import check_equivariance_penalty, check_mirror_partner
-from eqlib.train import mirror_images
+from eqlib.exercises.ch10 import check_gcnn_projection, check_relu_intertwiner
 
 
-def _partner(W, j):
-    m = mirror_images(W[j:j + 1])[0]
-    cos = (W @ m) / (W.norm(dim=1) * m.norm())
-    k = int(cos.abs().argmax())
-    return k, int(torch.sign(cos[k]))
+def right_intertwiner(a):
+    nz = a.abs() > 1e-9
+    return bool((nz.sum(0) == 1).all() and (nz.sum(1) == 1).all() and (a[nz] > 0).all())
 
 
-def test_mirror_partner_right_and_wrong():
-    assert check_mirror_partner(_partner) is None
-    with pytest.raises(ExerciseError, match="sign"):
-        check_mirror_partner(lambda W, j: (_partner(W, j)[0], 1))
-    with pytest.raises(ExerciseError, match="mirror image is"):
-        check_mirror_partner(lambda W, j: (j, 1))
+def test_relu_intertwiner_checker():
+    assert check_relu_intertwiner(right_intertwiner) is None
+    # a common mistake: accepting signed permutations (the tanh answer)
+    with pytest.raises(ExerciseError, match="signed permutation|negative diagonal"):
+        check_relu_intertwiner(lambda a: bool(((a.abs() > 1e-9).sum(0) == 1).all() and ((a.abs() > 1e-9).sum(1) == 1).all()))
 
 
-def test_equivariance_penalty_right_and_wrong():
-    right = lambda f, x: ((f(mirror_images(x)) - mirror_images(f(x))) ** 2).mean()  # noqa: E731
-    assert check_equivariance_penalty(right) is None
-    with pytest.raises(ExerciseError, match="3,072"):
-        check_equivariance_penalty(lambda f, x: ((f(mirror_images(x)) - mirror_images(f(x))) ** 2).sum((1, 2, 3)).mean())
-    with pytest.raises(ExerciseError, match="expected"):
-        check_equivariance_penalty(lambda f, x: ((f(mirror_images(x)) - f(x)) ** 2).mean())
+def test_gcnn_projection_checker():
+    assert check_gcnn_projection(lambda w, po, pi: 0.5 * (w + w[po][:, pi].flip(-1))) is None
+    with pytest.raises(ExerciseError, match="does not satisfy"):
+        check_gcnn_projection(lambda w, po, pi: 0.5 * (w + w.flip(-1)))
+    with pytest.raises(ExerciseError, match="shape"):
+        check_gcnn_projection(lambda w, po, pi: w[:, :2])

@@ -125,3 +125,25 @@ def test_attention_rejects_bad_arguments():
 def test_mlp_forward_rejects_integer_input():
     with pytest.raises(TypeError, match="x must be a floating-point tensor"):
         MLP([4, 3, 2])(torch.ones(2, 4, dtype=torch.long))
+
+
+def test_one_meaning_of_seed_none():
+    import numpy as np
+
+    from eqlib.data import random_mirror
+    from eqlib.groups import dihedral
+    from eqlib.seeds import DEFAULT_SEED, numpy_rng, torch_generator
+    from eqlib.symmetries import SymmetryGroup
+
+    assert DEFAULT_SEED == 0
+    assert torch.equal(torch.rand(3, generator=torch_generator(None)), torch.rand(3, generator=torch_generator(0)))
+    assert np.array_equal(numpy_rng(None).random(3), numpy_rng(0).random(3))
+    G = dihedral(4)
+    assert G.sample(5, None) == G.sample(5, 0)
+    x = torch.randn(8, 3, 4, 4)
+    assert torch.equal(random_mirror(x), random_mirror(x, generator=0))
+    assert torch.equal(MLP([4, 3], seed=None).layers[0].weight, MLP([4, 3], seed=0).layers[0].weight)
+    assert torch.equal(SymmetryGroup("permutation", 5).sample(None).matrix(),
+                       SymmetryGroup("permutation", 5).sample(0).matrix())
+    with pytest.raises(ValueError, match="seed"):
+        torch_generator(-1)

@@ -1,0 +1,84 @@
+"""Checkers for the exercises of *Building equivariant layers* (book/part1/05_equivariant_layers)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from ..actions import (Action, DirectSum, PermutationAction, equivariant_basis, from_matrices, image_dihedral,
+                       mirror, regular, trivial)
+from ..groups import cyclic, dihedral, flip
+from . import ExerciseError, passed, require
+
+__all__ = ["check_intertwiner_dim", "check_circulant", "check_relu_breaks"]
+
+
+def _pairs() -> list[tuple[str, Action, Action]]:
+    D4, C4 = dihedral(4), cyclic(4)
+    rot = from_matrices(C4, {C4["r"]: [[0.0, -1.0], [1.0, 0.0]]})
+    return [
+        ("D4 on 3x3 images → trivial", image_dihedral((1, 3, 3)), trivial(D4, 1)),
+        ("regular(D4) → regular(D4)", regular(D4), regular(D4)),
+        ("mirror of 2x2 images → regular(Z2)", mirror((1, 2, 2)), regular(flip())),
+        ("C4 rotation of the plane → regular(C4)", rot, regular(C4)),
+    ]
+
+
+def check_intertwiner_dim(intertwiner_dim: Callable) -> None:
+    """Exercise ch05-ex1: ``intertwiner_dim(rho_in, rho_out)`` returns dim Hom_G(ρ_in, ρ_out)
+    from characters; compared with the null space of :func:`eqlib.actions.equivariant_basis`.
+
+    Chapter: *Building equivariant layers*.
+    """
+    for what, rin, rout in _pairs():
+        try:
+            got = intertwiner_dim(rin, rout)
+        except NotImplementedError:
+            raise ExerciseError("intertwiner_dim is not implemented yet") from None
+        want = equivariant_basis(rin, rout).shape[0]
+        require(isinstance(got, (int, float)) or (torch.is_tensor(got) and got.numel() == 1),
+                f"{what}: intertwiner_dim must return a number, got {type(got).__name__}")
+        require(abs(float(got) - want) < 1e-4,
+                f"{what}: got {float(got):.4g}, but the null space has dimension {want}; "
+                "average χ_in(g⁻¹)·χ_out(g) over the group (χ(g) = trace of ρ(g))")
+    passed("Correct: the character formula matches the null space on all four pairs.")
+
+
+def check_circulant(W) -> None:
+    """Exercise ch05-ex2: the C4-equivariant map regular → regular with first row (1, 2, 3, 4).
+
+    Chapter: *Building equivariant layers*.
+    """
+    try:
+        W = torch.as_tensor(W, dtype=torch.get_default_dtype())
+    except (TypeError, ValueError, RuntimeError):
+        raise ExerciseError(f"W must be a 4x4 array of numbers, got {W!r}") from None
+    require(W.shape == (4, 4), f"W must be 4x4, got shape {tuple(W.shape)}")
+    require(torch.allclose(W[0], torch.tensor([1.0, 2.0, 3.0, 4.0])), f"the first row must be (1, 2, 3, 4), got {W[0].tolist()}")
+    rho = regular(cyclic(4))
+    for g in rho.group:
+        err = float((W @ rho.matrix(g) - rho.matrix(g) @ W).abs().max())
+        require(err < 1e-6, f"W ρ({g.name}) ≠ ρ({g.name}) W (max difference {err:.3g}): "
+                "an intertwiner of the regular representation has W[gk, gh] = W[k, h]")
+    passed("Correct: a circulant matrix, the group convolution of C4.")
+
+
+def check_relu_breaks(rho_out) -> None:
+    """Exercise ch05-ex4: an action ρ_out of D4 with Hom(regular, ρ_out) ≠ 0 for which
+    x ↦ ReLU(W x) is not equivariant, W a random intertwiner.
+
+    Chapter: *Building equivariant layers*.
+    """
+    D4 = dihedral(4)
+    require(isinstance(rho_out, Action) and rho_out.group == D4,
+            f"rho_out must be an Action of dihedral(4), got {rho_out!r}")
+    B = equivariant_basis(regular(D4), rho_out)
+    require(B.shape[0] > 0, "Hom_G(regular, rho_out) = 0: every intertwiner is zero; pick another rho_out")
+    coef = torch.randn(B.shape[0], generator=torch.Generator().manual_seed(0))
+    W = torch.einsum("k,kij->ij", coef, B)
+    x = torch.randn(64, 8, generator=torch.Generator().manual_seed(1))
+    fx = torch.relu(x @ W.T)
+    err = max(float((torch.relu(regular(D4).act(g, x) @ W.T) - rho_out.act(g, fx)).norm() / fx.norm()) for g in D4)
+    require(err > 1e-2, f"ReLU(W x) is still equivariant for this rho_out (error {err:.2g}): pointwise maps "
+            "commute with permutations; try a representation that is not one")
+    passed(f"Correct: ReLU breaks equivariance (relative error {err:.2f}).")

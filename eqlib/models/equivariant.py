@@ -1,0 +1,198 @@
+"""Equivariant layers that know their actions: weights constrained to the intertwiners.
+
+:class:`EquivariantDense` is σ(W x + b) with W ∈ Hom_G(ρ_in, ρ_out) and ρ_out(g) b = b for
+all g. The constraint is imposed with :func:`torch.nn.utils.parametrize`: the stored
+free parameter is projected orthogonally (in the Frobenius inner product) onto the space
+of intertwiners, spanned by an orthonormal basis from
+:func:`eqlib.actions.equivariant_basis`. A pointwise activation σ commutes with ρ_out(g)
+when ρ_out acts by permutations (or by signed permutations and σ is odd), so the layer is
+then equivariant: f(ρ_in(g)x) = ρ_out(g) f(x).
+
+Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils import parametrize
+
+from ..actions import Action, DirectSum, PermutationAction, equivariant_basis, trivial
+from ..validation import check_bool, check_tensor, show
+from .base import Layer, Model
+from .mlp import ACTIVATIONS, ODD_ACTIVATIONS, FlatModel, _generator
+
+__all__ = ["IntertwinerProjection", "GroupAverage", "EquivariantDense", "EquivariantMLP"]
+
+
+class IntertwinerProjection(nn.Module):
+    """The parametrization W ↦ Σ_k ⟨B_k, W⟩ B_k for an orthonormal basis (B_k) of a
+    space of matrices: the orthogonal projection onto that space.
+
+    Chapter: *Building equivariant layers*.
+    """
+
+    def __init__(self, basis: torch.Tensor):
+        super().__init__()
+        self.register_buffer("basis", basis.detach().clone())  # (k, d_out, d_in)
+
+    def forward(self, W: torch.Tensor) -> torch.Tensor:
+        coef = torch.einsum("kij,ij->k", self.basis, W)
+        return torch.einsum("k,kij->ij", coef, self.basis)
+
+    def right_inverse(self, W: torch.Tensor) -> torch.Tensor:
+        return W  # assigning an equivariant W stores W itself
+
+
+class GroupAverage(nn.Module):
+    """The Reynolds average θ ↦ (1/|G|) Σ_g g·θ of a parameter tensor, as a parametrization.
+
+    Subclasses give the action on parameters through :meth:`images`, the list of g·θ over
+    the non-identity elements g. With g·W = ρ_out(g) W ρ_in(g)⁻¹ this is
+    :func:`eqlib.actions.reynolds`; :class:`~eqlib.models.MirrorGCNN` uses it with the
+    mirror acting on convolution filters, biases and classifier columns (a G-CNN is the
+    general construction of chapter 5 with convolutions).
+
+    Chapter: *Building equivariant layers*.
+    """
+
+    def images(self, theta: torch.Tensor) -> list[torch.Tensor]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def forward(self, theta: torch.Tensor) -> torch.Tensor:
+        moved = self.images(theta)
+        if len(moved) == 1:  # a group of order 2
+            return 0.5 * (theta + moved[0])
+        return (theta + torch.stack(moved).sum(0)) / (len(moved) + 1)
+
+
+def _pointwise_ok(rho: Action, activation: str) -> bool:
+    if activation == "identity":
+        return True
+    if isinstance(rho, DirectSum):
+        return all(_pointwise_ok(p, activation) for p in rho.parts)
+    if not isinstance(rho, PermutationAction):
+        return False
+    return rho.signs is None or activation in ODD_ACTIVATIONS
+
+
+class EquivariantDense(Layer):
+    """f(x) = σ(W x + b) with W ρ_in(g) = ρ_out(g) W and ρ_out(g) b = b for every g.
+
+    Args:
+        rho_in, rho_out: actions of one group on V_{i-1} and V_i.
+        activation: one of ``ACTIVATIONS``; anything but ``"identity"`` needs ρ_out to
+            act by permutations (signed permutations need an odd activation).
+        bias: whether the layer has b.
+        seed: seed (or torch.Generator) of the initialisation (uniform, then projected).
+
+    ``layer.weight`` and ``layer.bias`` are the constrained (equivariant) tensors; the
+    free parameters live in ``layer.parametrizations``. The layer carries ``rho_in`` and
+    ``rho_out``, so ``check_equivariance(layer, x)`` needs no other arguments.
+
+    Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
+    """
+
+    def __init__(self, rho_in: Action, rho_out: Action, activation: str = "identity", bias: bool = True,
+                 seed: int | torch.Generator | None = 0):
+        super().__init__()
+        for name, rho in (("rho_in", rho_in), ("rho_out", rho_out)):
+            if not isinstance(rho, Action):
+                raise TypeError(f"{name} must be an Action, got {show(rho)}")
+        if rho_in.group != rho_out.group:
+            raise ValueError(f"rho_in and rho_out must be actions of one group, got {rho_in.group.name} "
+                             f"and {rho_out.group.name}")
+        if not isinstance(activation, str) or activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}: activation must be one of {sorted(ACTIVATIONS)}")
+        if not _pointwise_ok(rho_out, activation):
+            raise ValueError(f"activation {activation!r} is applied pointwise, which commutes with rho_out only "
+                             f"when rho_out acts by permutations (signed ones need an odd activation); got "
+                             f"{rho_out!r}: use activation='identity' or a permutation action")
+        check_bool("bias", bias)
+        self.rho_in, self.rho_out, self.activation = rho_in, rho_out, activation
+        self.in_shape, self.out_shape = (rho_in.dim,), (rho_out.dim,)
+        gen = _generator(seed)
+        bound = 1.0 / math.sqrt(rho_in.dim)
+        self.weight = nn.Parameter((torch.rand(rho_out.dim, rho_in.dim, generator=gen) * 2 - 1) * bound)
+        parametrize.register_parametrization(self, "weight", IntertwinerProjection(equivariant_basis(rho_in, rho_out)))
+        if bias:
+            self.bias = nn.Parameter((torch.rand(rho_out.dim, 1, generator=gen) * 2 - 1) * bound)
+            fixed = equivariant_basis(trivial(rho_out.group, 1), rho_out)  # (k, d_out, 1)
+            parametrize.register_parametrization(self, "bias", IntertwinerProjection(fixed))
+        else:
+            self.bias = None
+
+    @property
+    def dimension(self) -> int:
+        """The number of free parameters: dim Hom_G(ρ_in, ρ_out) (+ dim of the fixed vectors)."""
+        out = self.parametrizations.weight[0].basis.shape[0]
+        if self.bias is not None:
+            out += self.parametrizations.bias[0].basis.shape[0]
+        return out
+
+    def preactivation(self, x: torch.Tensor) -> torch.Tensor:
+        """W x + b."""
+        return F.linear(x, self.weight, None if self.bias is None else self.bias[:, 0])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() > 2 and x.shape[-1] != self.in_dim:  # images (N, C, H, W) → (N, CHW)
+            x = x.flatten(1)
+        return ACTIVATIONS[self.activation](self.preactivation(x))
+
+    def extra_repr(self) -> str:
+        return (f"{self.rho_in!r} → {self.rho_out!r}, σ={self.activation}, "
+                f"bias={self.bias is not None}, free parameters={self.dimension}")
+
+
+class EquivariantMLP(Model):
+    """An MLP of :class:`EquivariantDense` layers: ρ_0 → ρ_1 → … → ρ_L.
+
+    Args:
+        actions: [ρ_0, …, ρ_L], actions of one group (ρ_0 may act on images).
+        activations: one name for every hidden layer (the last layer is then linear),
+            or a list of L − 1 or L names, as for :class:`~eqlib.models.MLP`.
+        bias: whether layers have biases.
+        seed: seed of the initialisation.
+
+    Carries ``rho_in = ρ_0`` and ``rho_out = ρ_L``: ``check_equivariance(model, x)``.
+
+    Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
+    """
+
+    def __init__(self, actions: Sequence[Action], activations: str | Sequence[str] = "relu", bias: bool = True,
+                 seed: int | None = 0):
+        if isinstance(actions, Action) or not isinstance(actions, Sequence) or len(actions) < 2:
+            raise ValueError(f"actions must be a list [rho_0, ..., rho_L] of at least two actions, got {show(actions)}")
+        L = len(actions) - 1
+        if isinstance(activations, str):
+            acts = [activations] * (L - 1) + ["identity"]
+        else:
+            acts = list(activations)
+            if len(acts) == L - 1:
+                acts.append("identity")
+            if len(acts) != L:
+                raise ValueError(f"need {L - 1} or {L} activations for {L} layers, got {len(acts)}")
+        gen = _generator(seed)
+        super().__init__([EquivariantDense(actions[i], actions[i + 1], acts[i], bias, gen) for i in range(L)])
+        self.rho_in, self.rho_out = actions[0], actions[-1]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor("x", x, dtypes="float")
+        if x.dim() > 2:
+            x = x.flatten(1)
+        return super().forward(x)
+
+    def latents(self, x: torch.Tensor, upto: int | None = None) -> list[torch.Tensor]:
+        if x.dim() > 2:
+            x = x.flatten(1)
+        return super().latents(x, upto)
+
+    def prefix(self, i: int) -> FlatModel:
+        """f_{≤i}, sharing the parameters; it flattens images and carries ``rho_in = ρ_0``
+        and ``rho_out = ρ_i``, so ``check_equivariance(model.prefix(i), x)`` works."""
+        sub = FlatModel(list(super().prefix(i).layers))
+        sub.rho_in, sub.rho_out = self.rho_in, sub.layers[-1].rho_out
+        return sub

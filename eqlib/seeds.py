@@ -1,0 +1,49 @@
+"""The one seed helper: every random function of eqlib takes ``seed`` and turns it into a
+generator here, with ONE meaning of ``seed=None``: the fixed default seed
+:data:`DEFAULT_SEED` (0). eqlib never draws fresh entropy, so a call without a seed is
+reproducible; pass different integers for different draws.
+
+Chapter: *Models, latent spaces and submodels* (every random function takes a seed).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .validation import check_int, show
+
+__all__ = ["DEFAULT_SEED", "torch_generator", "numpy_rng"]
+
+#: what ``seed=None`` means everywhere in eqlib
+DEFAULT_SEED = 0
+
+
+def _seed(seed: object) -> int:
+    if seed is None:
+        return DEFAULT_SEED
+    if isinstance(seed, (torch.Generator, np.random.Generator)):
+        raise TypeError(f"seed must be an int >= 0 or None here, got {show(seed)}")
+    return check_int("seed", seed, 0)
+
+
+def torch_generator(seed: int | torch.Generator | None, device: str | torch.device | None = None) -> torch.Generator:
+    """A ``torch.Generator`` seeded with ``seed`` (None: :data:`DEFAULT_SEED`); a Generator
+    passes through unchanged (to share one stream across calls).
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+    if isinstance(seed, torch.Generator):
+        return seed
+    gen = torch.Generator(device=device) if device is not None else torch.Generator()
+    return gen.manual_seed(_seed(seed))
+
+
+def numpy_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
+    """A ``numpy.random.Generator`` seeded with ``seed`` (None: :data:`DEFAULT_SEED`); a
+    Generator passes through unchanged.
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(_seed(seed))

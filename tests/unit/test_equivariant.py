@@ -1,0 +1,95 @@
+"""Intertwiners (null space, Reynolds average, characters) and EquivariantDense."""
+import pytest
+import torch
+
+from eqlib.actions import (check_equivariance, equivariance_residual, equivariant_basis, equivariant_projector,
+                           from_matrices, image_dihedral, intertwiner_dimension, mirror, regular, reynolds,
+                           signed_permutation, trivial)
+from eqlib.groups import cyclic, dihedral, flip
+from eqlib.models import EquivariantDense, EquivariantMLP, MLP
+
+
+def _pairs():
+    D4 = dihedral(4)
+    yield image_dihedral((1, 3, 3)), regular(D4)
+    yield regular(D4), regular(D4) + trivial(D4, 2)
+    yield mirror((1, 2, 3)), trivial(flip(), 2)
+    C3 = cyclic(3)
+    c, s = -0.5, 3 ** 0.5 / 2
+    yield from_matrices(C3, {C3["r"]: [[c, -s], [s, c]]}), regular(C3)
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_basis_is_equivariant_orthonormal_and_complete(k):
+    rin, rout = list(_pairs())[k]
+    B = equivariant_basis(rin, rout)
+    assert B.shape[0] == round(intertwiner_dimension(rin, rout))
+    gram = torch.einsum("kij,lij->kl", B, B)
+    assert torch.allclose(gram, torch.eye(B.shape[0]), atol=1e-5)
+    for g in rin.group:
+        assert torch.allclose(rout.matrix(g) @ B, B @ rin.matrix(g), atol=1e-5)
+    # the Reynolds average lands in the span and fixes it
+    W = torch.randn(5, rout.dim, rin.dim, generator=torch.Generator().manual_seed(k))
+    R = reynolds(W, rin, rout)
+    coef = torch.einsum("kij,nij->nk", B, R)
+    assert torch.allclose(torch.einsum("nk,kij->nij", coef, B), R, atol=1e-5)
+    assert torch.allclose(reynolds(R, rin, rout), R, atol=1e-5)
+    P = equivariant_projector(rin, rout)
+    assert torch.allclose(P @ P, P, atol=1e-5)
+    assert int(torch.linalg.matrix_rank(P)) == B.shape[0]
+
+
+def test_bad_input():
+    with pytest.raises(TypeError, match="rho_in"):
+        equivariant_basis("x", regular(flip()))
+    with pytest.raises(ValueError, match="one group"):
+        equivariant_basis(regular(flip()), regular(cyclic(3)))
+    with pytest.raises(ValueError, match="W must have shape"):
+        reynolds(torch.zeros(3, 3), regular(flip()), regular(flip()))
+    with pytest.raises(ValueError, match="pointwise"):
+        EquivariantDense(regular(flip()), signed_permutation(flip(), [[0, 1], [1, 0]], [[1, 1], [-1, -1]]), "relu")
+    with pytest.raises(TypeError, match="rho_in"):
+        check_equivariance(MLP([4, 2]), torch.zeros(3, 4))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_equivariant_mlp_is_equivariant_before_and_after_training(seed):
+    D4 = dihedral(4)
+    rin, hid, out = image_dihedral((1, 4, 4)), regular(D4) + regular(D4), trivial(D4, 3)
+    model = EquivariantMLP([rin, hid, out], "relu", seed=seed)
+    x = torch.randn(16, 1, 4, 4, generator=torch.Generator().manual_seed(seed))
+    assert max(check_equivariance(model, x).values()) < 1e-5
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(5):
+        opt.zero_grad()
+        model(x).square().sum().backward()
+        opt.step()
+    assert max(check_equivariance(model, x).values()) < 1e-5
+    assert model.layers[0].dimension == equivariant_basis(rin, hid).shape[0] + 2  # bias: 2 fixed vectors
+    # an unconstrained MLP is not equivariant
+    plain = MLP([16, 16, 3], "relu", seed=seed)
+    assert max(check_equivariance(plain, rin, out, x).values()) > 1e-2
+
+
+def test_signed_output_with_odd_activation_and_residual():
+    G = flip()
+    rout = signed_permutation(G, [[0, 1], [1, 0]], [[1, 1], [-1, -1]])
+    layer = EquivariantDense(regular(G), rout, "tanh", seed=3)
+    x = torch.randn(7, 2)
+    assert max(check_equivariance(layer, x).values()) < 1e-6
+    b = layer.bias[:, 0].detach()
+    assert torch.allclose(rout.act(G["m"], b), b) and b.abs().max() > 0  # fixed vectors: (a, -a)
+    res = equivariance_residual(layer, regular(G), rout, x, G["m"])
+    assert res.shape == (7, 2) and res.abs().max() < 1e-6
+
+
+def test_prefixes_flatten_images_and_carry_actions():
+    images = torch.randn(5, 3, 4, 4)
+    net = MLP([48, 8, 3], seed=0)
+    assert torch.allclose(net.prefix(1)(images), net.latents(images)[0])
+    D4 = dihedral(4)
+    model = EquivariantMLP([image_dihedral((1, 4, 4)), regular(D4), trivial(D4, 2)], "relu", seed=1)
+    x = torch.randn(6, 1, 4, 4)
+    sub = model.prefix(1)
+    assert sub.rho_out is model.layers[0].rho_out
+    assert max(check_equivariance(sub, x).values()) < 1e-5
