@@ -1,4 +1,4 @@
-"""The chapter-9 checkers accept right answers and reject wrong ones with a message."""
+"""The chapter-10 checkers accept right answers and reject wrong ones with a message."""
 import pytest
 import torch
 

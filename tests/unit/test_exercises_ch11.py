@@ -1,4 +1,4 @@
-"""The chapter-10 checkers accept right answers and reject wrong ones with a useful message."""
+"""The chapter-11 checkers accept right answers and reject wrong ones with a useful message."""
 import pytest
 import torch
 
