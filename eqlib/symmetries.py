@@ -445,7 +445,11 @@ class AttentionSymmetry:
         return cls(torch.arange(H), torch.eye(layer.d_k).repeat(H, 1, 1), torch.eye(layer.d_v).repeat(H, 1, 1))
 
 
-def _random_invertible(n: int, d: int, gen: torch.Generator, log_scale: float) -> Tensor:
+def random_invertible(n: int, d: int, gen: torch.Generator, log_scale: float) -> Tensor:
+    """n random invertible d×d matrices Q·diag(e^u), u uniform in [-log_scale, log_scale].
+
+    Chapter: *Parameter symmetries* (book/part1/04_parameter_symmetries).
+    """
     q, r = torch.linalg.qr(torch.randn(n, d, d, generator=gen))
     q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)  # Haar orthogonal
     s = torch.exp((torch.rand(n, d, generator=gen) * 2 - 1) * log_scale)
@@ -463,8 +467,8 @@ def sample_attention_symmetry(layer: MultiHeadAttention, seed: int | torch.Gener
     log_scale = check_float("log_scale", log_scale, 0.0)
     gen = _generator(seed)
     perm = torch.randperm(layer.heads, generator=gen)
-    return AttentionSymmetry(perm, _random_invertible(layer.heads, layer.d_k, gen, log_scale),
-                             _random_invertible(layer.heads, layer.d_v, gen, log_scale))
+    return AttentionSymmetry(perm, random_invertible(layer.heads, layer.d_k, gen, log_scale),
+                             random_invertible(layer.heads, layer.d_v, gen, log_scale))
 
 
 def _apply_to_layer(layer: MultiHeadAttention, e: AttentionSymmetry) -> None:

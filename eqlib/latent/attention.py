@@ -23,6 +23,7 @@ Chapter: *Attention* (book/part2/08_attention).
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +34,7 @@ from ..actions import Action, MatrixAction, PermutationAction
 from ..groups import FiniteGroup, GroupElement, flip
 from ..models.attention import AttentionNetwork, MultiHeadAttention
 from ..models.base import Model
+from ..symmetries import random_invertible, apply_attention_symmetry, sample_attention_symmetry
 
 __all__ = [
     "TokenAction",
@@ -558,10 +560,6 @@ def hide_attention_network(net: Model, seed: int = 0, log_scale: float = 0.5,
 
     Chapter: *Attention* (book/part2/08_attention).
     """
-    import copy
-
-    from ..symmetries import _random_invertible, apply_attention_symmetry, sample_attention_symmetry
-
     layers = list(net.layers) if isinstance(net, Model) else None
     if not layers or not all(isinstance(l, MultiHeadAttention) for l in layers):
         raise TypeError("net must be a Model whose layers are all MultiHeadAttention layers")
@@ -572,7 +570,7 @@ def hide_attention_network(net: Model, seed: int = 0, log_scale: float = 0.5,
     with torch.no_grad():
         for i in range(len(new) - 1):
             d = new[i].out_shape[1]
-            M = _random_invertible(1, d, gen, log_scale)[0]
+            M = random_invertible(1, d, gen, log_scale)[0]
             Mit = torch.linalg.inv(M).T
             new[i].W_O.copy_(new[i].W_O @ M.T)
             for name in ("W_Q", "W_K", "W_V"):
@@ -700,8 +698,6 @@ def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray |
             layer.P.copy_(sum(action_in.permute_tokens(g, P0) @ R[g.index].T for g in G) / G.order)
     planted = {g.name: tau[g.index].copy() for g in G}
     if hide:
-        from ..symmetries import apply_attention_symmetry, sample_attention_symmetry
-
         sym = sample_attention_symmetry(layer, seed=int(seed) + 1)
         layer = apply_attention_symmetry(layer, sym)
         new_from_old = sym.perm.numpy()  # new head h is old head new_from_old[h]

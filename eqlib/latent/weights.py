@@ -43,6 +43,7 @@ import torch
 from ..actions import Action, PermutationAction
 from ..groups import GroupElement
 from ..models.mlp import Dense
+from ..symmetries import symmetry_group
 from .result import MonomialAction, dense_action
 from .units import match_units
 
@@ -84,8 +85,6 @@ def layer_kind(activation: str) -> str:
     if activation == "identity":
         raise ValueError("a hidden layer without nonlinearity has symmetry group GL(d): its latent action "
                          "is not determined by matching units; use method='lstsq'")
-    from ..symmetries import symmetry_group
-
     return symmetry_group(activation, 1).kind
 
 
