@@ -77,7 +77,13 @@ class SymmetryElement:
         scale: float tensor (d,) of nonzero entries (default all ones).
 
     ``a @ b`` composes (apply b first), ``~a`` or ``a.inverse()`` inverts,
-    ``a.matrix()`` is the dense (d, d) matrix, ``a.act(z)`` acts on (..., d).
+    ``a.matrix()`` is the dense (d, d) matrix, ``a.act(z)`` acts on (..., d),
+    ``a.left(W)`` = k W and ``a.right(W)`` = W k act on weight matrices.
+
+    This is the course's one parameter-symmetry type: :mod:`eqlib.latent` (recovered
+    latent actions, :class:`~eqlib.latent.MonomialAction`) and :mod:`eqlib.matching`
+    use it too; :meth:`unchecked` builds one without validation (a recovered element
+    may have zero scales on dead units).
 
     Raises:
         ValueError: if perm is not a permutation, or a scale is zero or not finite.
@@ -103,6 +109,13 @@ class SymmetryElement:
         if not bool(torch.isfinite(scale).all()) or bool((scale == 0).any()):
             raise ValueError("every scale of a monomial matrix must be finite and nonzero")
         self.perm, self.scale = perm, scale
+
+    @classmethod
+    def unchecked(cls, perm: Tensor, scale: Tensor) -> "SymmetryElement":
+        """An element from a long tensor ``perm`` and a tensor ``scale`` (d,), not validated."""
+        k = cls.__new__(cls)
+        k.perm, k.scale = perm, scale
+        return k
 
     @classmethod
     def identity(cls, dim: int) -> "SymmetryElement":
@@ -131,8 +144,8 @@ class SymmetryElement:
 
     def matrix(self) -> Tensor:
         """The dense (d, d) matrix with ``[i, perm[i]] = scale[i]``."""
-        m = torch.zeros(self.dim, self.dim, dtype=self.scale.dtype)
-        m[torch.arange(self.dim), self.perm] = self.scale
+        m = torch.zeros(self.dim, self.dim, dtype=self.scale.dtype, device=self.scale.device)
+        m[torch.arange(self.dim, device=self.perm.device), self.perm] = self.scale
         return m
 
     def act(self, z: Tensor) -> Tensor:
@@ -144,7 +157,7 @@ class SymmetryElement:
     def inverse(self) -> "SymmetryElement":
         """k^{-1}: ``perm = argsort(perm)``, ``scale = 1 / scale[argsort(perm)]``."""
         q = torch.argsort(self.perm)
-        return SymmetryElement(q, 1.0 / self.scale[q])
+        return SymmetryElement.unchecked(q, 1.0 / self.scale[q])
 
     def __invert__(self) -> "SymmetryElement":
         return self.inverse()
@@ -155,12 +168,18 @@ class SymmetryElement:
             return NotImplemented
         if other.dim != self.dim:
             raise ValueError(f"cannot compose elements of R^{self.dim} and R^{other.dim}")
-        return SymmetryElement(other.perm[self.perm], self.scale * other.scale[self.perm])
+        return SymmetryElement.unchecked(other.perm[self.perm], self.scale * other.scale[self.perm])
 
     def left(self, weight: Tensor) -> Tensor:
         """k W for W of shape (d, m) (acts on rows): ``scale[:, None] * W[perm]``."""
         s = self.scale.to(device=weight.device, dtype=weight.dtype)
         return weight[self.perm.to(weight.device)] * s.reshape(-1, *([1] * (weight.ndim - 1)))
+
+    def right(self, weight: Tensor) -> Tensor:
+        """W k for W of shape (m, d) (acts on columns): ``(W k)[:, perm_j] = W[:, j] scale_j``."""
+        out = torch.empty_like(weight)
+        out[:, self.perm.to(weight.device)] = weight * self.scale.to(weight)[None, :]
+        return out
 
     def right_inverse(self, weight: Tensor) -> Tensor:
         """W k^{-1} for W of shape (m, d) (acts on columns): ``W[:, perm] / scale``."""
