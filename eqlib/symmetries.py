@@ -334,7 +334,9 @@ def intertwining_error(activation: str, k: SymmetryElement, z: Tensor) -> float:
 
     Chapter: *Parameter symmetries*.
     """
-    if not isinstance(activation, str) or activation not in ACTIVATIONS:
+    if not isinstance(activation, str):
+        raise TypeError(f"activation must be a string, got {type(activation).__name__} {activation!r}")
+    if activation not in ACTIVATIONS:
         raise ValueError(f"unknown activation {activation!r}; choose from {sorted(ACTIVATIONS)}")
     if not isinstance(k, SymmetryElement):
         raise TypeError(f"k must be a SymmetryElement, got {type(k).__name__}")

@@ -546,7 +546,8 @@ def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, out
     """
     layers = list(net.layers) if isinstance(net, Model) else None
     if not layers or not all(isinstance(l, MultiHeadAttention) for l in layers):
-        raise ValueError("net must be a Model whose layers are all MultiHeadAttention layers")
+        raise TypeError(f"net must be a Model whose layers are all MultiHeadAttention layers, "
+                        f"got {type(net).__name__}")
     G = action_in.group
     d_last = layers[-1].out_shape[1]
     if out_features is None and action_in.feature_action is not None and d_last == action_in.token_dim:

@@ -193,7 +193,9 @@ def plant_c4_conv(blocks: list[list[str]], size: int = 7, kernel: int = 3, hide:
 
     Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
-    if not isinstance(blocks, (list, tuple)) or len(blocks) < 2:
+    if not isinstance(blocks, (list, tuple)):
+        raise TypeError(f"blocks must be a list of channel blocks, got {type(blocks).__name__}")
+    if len(blocks) < 2:
         raise ValueError(f"blocks must list the channel blocks of at least V_0 and V_1, got {blocks!r}")
     acts = [c4_channel_action(list(b)) for b in blocks]
     model = conv_net([a.dim for a in acts], size, kernel, seed=seed)
