@@ -30,6 +30,7 @@ from torch.optim.swa_utils import update_bn
 from .models.attention import AttentionNetwork, MultiHeadAttention
 from .models.cnn import VGG, MirrorGCNN, conv_layers
 from .models.mlp import MLP
+from .symmetries import SymmetryElement
 
 __all__ = ["PermutationSpec", "permutation_spec", "vgg_permutation_spec", "mlp_permutation_spec",
            "attention_permutation_spec", "identity_permutations", "random_permutations",
@@ -187,6 +188,21 @@ def random_permutations(spec: PermutationSpec, seed: int | torch.Generator = 0) 
     return {n: torch.randperm(c, generator=gen) for n, c in spec.sizes.items()}
 
 
+def _as_permutations(perms: Perms) -> dict[str, torch.Tensor]:
+    """LongTensors from perms given as tensors, sequences or unit-scale SymmetryElements."""
+    if not isinstance(perms, Mapping):
+        raise TypeError(f"perms must be a mapping from permutation names to permutations, got {type(perms).__name__}")
+    out = {}
+    for name, p in perms.items():
+        if isinstance(p, SymmetryElement):
+            if not bool((p.scale == 1).all()):
+                raise ValueError(f"permutation {name!r} is a SymmetryElement with scales ≠ 1; only its "
+                                 "permutation can act on these channels")
+            p = p.perm
+        out[name] = torch.as_tensor(p)
+    return out
+
+
 def _check_perms(spec: PermutationSpec, perms: Perms) -> None:
     for name, p in perms.items():
         if name not in spec.sizes:
@@ -205,12 +221,19 @@ def apply_permutation(model: nn.Module, perms: Perms, spec: PermutationSpec | No
 
     Args:
         model: the network (a VGG, MLP or attention layer/network unless ``spec`` is given).
-        perms: ``{perm name: LongTensor (C,)}``.
+        perms: ``{perm name: LongTensor (C,)}`` (or a
+            :class:`~eqlib.symmetries.SymmetryElement` with unit scales: the same convention,
+            new unit j is old unit ``perm[j]``).
         spec: the :class:`PermutationSpec` (default :func:`permutation_spec` of the model).
+
+    Raises:
+        TypeError: if perms is not a mapping, or the model has no default spec.
+        ValueError: for an unknown name, a wrong length or a non-permutation.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
     spec = spec or permutation_spec(model)
+    perms = _as_permutations(perms)
     _check_perms(spec, perms)
     state = model.state_dict()
     new = {}

@@ -142,7 +142,12 @@ def test_mlp_spec_permutes_like_the_parameter_symmetry():
     assert spec.names == ["hidden1", "hidden2"] and spec.sizes == {"hidden1": 7, "hidden2": 6}
     perms = random_permutations(spec, seed=2)
     moved = apply_permutation(net, perms)
-    ref = apply_symmetry(net, [SymmetryElement(perms["hidden1"]), SymmetryElement(perms["hidden2"])])
+    ks = [SymmetryElement(perms["hidden1"]), SymmetryElement(perms["hidden2"])]
+    ref = apply_symmetry(net, ks)
+    same = apply_permutation(net, dict(zip(spec.names, ks)))  # the one symmetry type is accepted
+    assert all(torch.equal(v, same.state_dict()[k]) for k, v in moved.state_dict().items())
+    with pytest.raises(ValueError, match="scales"):
+        apply_permutation(net, {"hidden1": SymmetryElement(perms["hidden1"], torch.full((7,), 2.0))})
     for (k, v), (k2, v2) in zip(moved.state_dict().items(), ref.state_dict().items()):
         assert k == k2
         torch.testing.assert_close(v, v2)
