@@ -139,6 +139,18 @@ def test_import_eqlib_imports_latent():
     assert eqlib.latent.latent_actions is not None
 
 
+@pytest.mark.parametrize("module", ["eqlib.latent.attention", "eqlib.latent.weights", "eqlib.matching",
+                                    "eqlib.submodels"])
+def test_core_modules_import_first_in_a_fresh_interpreter(module):
+    """Importing a deep module first (not through ``import eqlib``) must not hit a cycle."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=ROOT, capture_output=True, text=True,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_contributing_table():
     """CONTRIBUTING.md's layering table lists exactly LAYERS, in order."""
     text = (ROOT / "CONTRIBUTING.md").read_text()
