@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from .groups import FiniteGroup, GroupElement, dihedral, flip
+from .groups import FiniteGroup, GroupElement, cyclic, dihedral, flip
 from .validation import check_finite, check_float, check_int, check_shape, check_tensor, show
 
 __all__ = [
@@ -654,7 +654,6 @@ def image_rotations(shape: tuple[int, int, int]) -> PermutationAction:
 
     Chapter: *Groups and actions*.
     """
-    from .groups import cyclic
 
     shape = check_shape("shape", shape, 3)
     if shape[1] != shape[2]:

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from .seeds import numpy_rng
 from .validation import check_int, show
 
 __all__ = [
@@ -260,8 +261,6 @@ class FiniteGroup:
 
     def sample(self, n: int = 1, seed: int | None = 0) -> list[GroupElement]:
         """``n`` elements drawn uniformly with a seeded generator (None: the default seed 0)."""
-        from .seeds import numpy_rng
-
         n = check_int("n", n, 0)
         rng = numpy_rng(seed)
         return [self._elements[i] for i in rng.integers(0, self.order, size=n)]

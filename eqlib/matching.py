@@ -1,7 +1,8 @@
 """Channel permutations, activation matching, weight interpolation, BatchNorm reset, REPAIR.
 
 A :class:`PermutationSpec` says declaratively which axes of which parameters (and
-buffers) each channel permutation acts on, à la Git Re-Basin (Ainsworth et al. 2023).
+buffers) each channel permutation acts on, à la Git Re-Basin (Ainsworth et al. 2023);
+one spec format covers VGGs, MLPs and attention (:func:`permutation_spec`).
 Permuting (:func:`apply_permutation`), matching (:func:`match_activations`) and merging
 (:func:`interpolate`, :func:`repair`) all read the same spec.
 
@@ -26,9 +27,13 @@ from scipy.optimize import linear_sum_assignment
 from torch import nn
 from torch.optim.swa_utils import update_bn
 
+from .models.attention import AttentionNetwork, MultiHeadAttention
 from .models.cnn import VGG, MirrorGCNN, conv_layers
+from .models.mlp import MLP
+from .symmetries import SymmetryElement
 
-__all__ = ["PermutationSpec", "vgg_permutation_spec", "identity_permutations", "random_permutations",
+__all__ = ["PermutationSpec", "permutation_spec", "vgg_permutation_spec", "mlp_permutation_spec",
+           "attention_permutation_spec", "identity_permutations", "random_permutations",
            "apply_permutation", "invert_permutation", "involution_distance", "channel_correlations",
            "match_activations", "interpolate", "has_batchnorm", "reset_bn", "channel_statistics", "repair"]
 
@@ -73,15 +78,15 @@ def vgg_permutation_spec(model: VGG) -> PermutationSpec:
     (or of the classifier weight after global pooling).
 
     Raises:
-        ValueError: for a :class:`~eqlib.models.cnn.MirrorGCNN` (call ``to_cnn()`` first)
+        TypeError: for a :class:`~eqlib.models.cnn.MirrorGCNN` (call ``to_cnn()`` first)
             or a model that is not a VGG.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
     if isinstance(model, MirrorGCNN):
-        raise ValueError("a MirrorGCNN's parameters are parametrized; use model.to_cnn() to get a plain VGG first")
+        raise TypeError("a MirrorGCNN's parameters are parametrized; use model.to_cnn() to get a plain VGG first")
     if not isinstance(model, VGG):
-        raise ValueError(f"vgg_permutation_spec needs a VGG, got {type(model).__name__}")
+        raise TypeError(f"vgg_permutation_spec needs a VGG, got {type(model).__name__}")
     axes: dict[str, tuple[str | None, ...]] = {}
     sizes: dict[str, int] = {}
     prev: str | None = None
@@ -98,6 +103,72 @@ def vgg_permutation_spec(model: VGG) -> PermutationSpec:
     axes[f"layers.{n - 1}.linear.weight"] = (None, prev)
     axes[f"layers.{n - 1}.linear.bias"] = (None,)
     return PermutationSpec(axes, sizes)
+
+
+def mlp_permutation_spec(model: MLP) -> PermutationSpec:
+    """The spec of an :class:`~eqlib.models.MLP`: one permutation ``"hidden{i}"`` per hidden layer.
+
+    ``hidden{i}`` permutes axis 0 of layer i's weight and bias and axis 1 of layer
+    i + 1's weight (layers counted from 1): the permutation part of the MLP's parameter
+    symmetries (:func:`eqlib.symmetries.apply_symmetry` with unit scales).
+
+    Raises:
+        TypeError: if ``model`` is not an MLP.
+
+    Chapter: *Parameter symmetries* (book/part1/04_parameter_symmetries).
+    """
+    if not isinstance(model, MLP):
+        raise TypeError(f"mlp_permutation_spec needs an eqlib MLP, got {type(model).__name__}")
+    dims = list(model.dims)
+    names = [None] + [f"hidden{i}" for i in range(1, len(dims) - 1)] + [None]
+    axes = {}
+    for i in range(len(dims) - 1):
+        axes[f"layers.{i}.weight"] = (names[i + 1], names[i])
+        axes[f"layers.{i}.bias"] = (names[i + 1],)
+    return PermutationSpec(axes, {names[i]: dims[i] for i in range(1, len(dims) - 1)})
+
+
+def attention_permutation_spec(model: MultiHeadAttention | AttentionNetwork) -> PermutationSpec:
+    """The spec of an attention layer or network: one head permutation per layer.
+
+    ``heads{i}`` (``"heads"`` for a single layer) permutes axis 0 of W_Q, W_K, W_V and
+    W_O: the permutation part of :class:`eqlib.symmetries.AttentionSymmetry`.
+
+    Raises:
+        TypeError: for anything but a MultiHeadAttention or an AttentionNetwork.
+
+    Chapter: *Attention* (book/part2/08_attention).
+    """
+    if isinstance(model, MultiHeadAttention):
+        layers = {"": ("heads", model)}
+    elif isinstance(model, AttentionNetwork):
+        layers = {f"layers.{i}.": (f"heads{i}", l) for i, l in enumerate(model.layers)}
+    else:
+        raise TypeError(f"attention_permutation_spec needs a MultiHeadAttention or AttentionNetwork, "
+                        f"got {type(model).__name__}")
+    axes, sizes = {}, {}
+    for prefix, (name, layer) in layers.items():
+        sizes[name] = layer.heads
+        for w in ("W_Q", "W_K", "W_V", "W_O"):
+            axes[prefix + w] = (name, None, None)
+    return PermutationSpec(axes, sizes)
+
+
+def permutation_spec(model: nn.Module) -> PermutationSpec:
+    """The :class:`PermutationSpec` of a VGG, an MLP or an attention layer/network.
+
+    Raises:
+        TypeError: for any other model.
+
+    Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
+    """
+    if isinstance(model, MLP):
+        return mlp_permutation_spec(model)
+    if isinstance(model, (MultiHeadAttention, AttentionNetwork)):
+        return attention_permutation_spec(model)
+    if isinstance(model, VGG):
+        return vgg_permutation_spec(model)
+    raise TypeError(f"no permutation spec for {type(model).__name__}: give one (spec=...)")
 
 
 def identity_permutations(spec: PermutationSpec) -> dict[str, torch.Tensor]:
@@ -117,6 +188,21 @@ def random_permutations(spec: PermutationSpec, seed: int | torch.Generator = 0) 
     return {n: torch.randperm(c, generator=gen) for n, c in spec.sizes.items()}
 
 
+def _as_permutations(perms: Perms) -> dict[str, torch.Tensor]:
+    """LongTensors from perms given as tensors, sequences or unit-scale SymmetryElements."""
+    if not isinstance(perms, Mapping):
+        raise TypeError(f"perms must be a mapping from permutation names to permutations, got {type(perms).__name__}")
+    out = {}
+    for name, p in perms.items():
+        if isinstance(p, SymmetryElement):
+            if not bool((p.scale == 1).all()):
+                raise ValueError(f"permutation {name!r} is a SymmetryElement with scales ≠ 1; only its "
+                                 "permutation can act on these channels")
+            p = p.perm
+        out[name] = torch.as_tensor(p)
+    return out
+
+
 def _check_perms(spec: PermutationSpec, perms: Perms) -> None:
     for name, p in perms.items():
         if name not in spec.sizes:
@@ -134,13 +220,20 @@ def apply_permutation(model: nn.Module, perms: Perms, spec: PermutationSpec | No
     Permutations missing from ``perms`` are the identity.
 
     Args:
-        model: the network (a VGG unless ``spec`` is given).
-        perms: ``{perm name: LongTensor (C,)}``.
-        spec: the :class:`PermutationSpec` (default :func:`vgg_permutation_spec`).
+        model: the network (a VGG, MLP or attention layer/network unless ``spec`` is given).
+        perms: ``{perm name: LongTensor (C,)}`` (or a
+            :class:`~eqlib.symmetries.SymmetryElement` with unit scales: the same convention,
+            new unit j is old unit ``perm[j]``).
+        spec: the :class:`PermutationSpec` (default :func:`permutation_spec` of the model).
+
+    Raises:
+        TypeError: if perms is not a mapping, or the model has no default spec.
+        ValueError: for an unknown name, a wrong length or a non-permutation.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
-    spec = spec or vgg_permutation_spec(model)
+    spec = spec or permutation_spec(model)
+    perms = _as_permutations(perms)
     _check_perms(spec, perms)
     state = model.state_dict()
     new = {}

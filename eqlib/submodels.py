@@ -324,10 +324,13 @@ class Reduction:
         β(reduce(θ)) = θ up to the reduction's tolerance.
 
         Raises:
+            TypeError: if ``sub`` is not an MLP.
             ValueError: if ``sub`` does not have the submodel's widths and activations.
         """
         sub = self.model if sub is None else sub
-        if not isinstance(sub, MLP) or sub.widths != self.model.widths or sub.activations != self.model.activations:
+        if not isinstance(sub, MLP):
+            raise TypeError(f"β takes an eqlib MLP, got {type(sub).__name__}")
+        if sub.widths != self.model.widths or sub.activations != self.model.activations:
             raise ValueError(f"β takes an MLP with widths {self.model.widths} and activations "
                              f"{self.model.activations}")
         sub.check_finite()

@@ -75,7 +75,13 @@ class SymmetryElement:
         scale: float tensor (d,) of nonzero entries (default all ones).
 
     ``a @ b`` composes (apply b first), ``~a`` or ``a.inverse()`` inverts,
-    ``a.matrix()`` is the dense (d, d) matrix, ``a.act(z)`` acts on (..., d).
+    ``a.matrix()`` is the dense (d, d) matrix, ``a.act(z)`` acts on (..., d),
+    ``a.left(W)`` = k W and ``a.right(W)`` = W k act on weight matrices.
+
+    This is the course's one parameter-symmetry type: :mod:`eqlib.latent` (recovered
+    latent actions, :class:`~eqlib.latent.MonomialAction`) and :mod:`eqlib.matching`
+    use it too; :meth:`unchecked` builds one without validation (a recovered element
+    may have zero scales on dead units).
 
     Raises:
         ValueError: if perm is not a permutation, or a scale is zero or not finite.
@@ -101,6 +107,13 @@ class SymmetryElement:
         if not bool(torch.isfinite(scale).all()) or bool((scale == 0).any()):
             raise ValueError("every scale of a monomial matrix must be finite and nonzero")
         self.perm, self.scale = perm, scale
+
+    @classmethod
+    def unchecked(cls, perm: Tensor, scale: Tensor) -> "SymmetryElement":
+        """An element from a long tensor ``perm`` and a tensor ``scale`` (d,), not validated."""
+        k = cls.__new__(cls)
+        k.perm, k.scale = perm, scale
+        return k
 
     @classmethod
     def identity(cls, dim: int) -> "SymmetryElement":
@@ -129,8 +142,8 @@ class SymmetryElement:
 
     def matrix(self) -> Tensor:
         """The dense (d, d) matrix with ``[i, perm[i]] = scale[i]``."""
-        m = torch.zeros(self.dim, self.dim, dtype=self.scale.dtype)
-        m[torch.arange(self.dim), self.perm] = self.scale
+        m = torch.zeros(self.dim, self.dim, dtype=self.scale.dtype, device=self.scale.device)
+        m[torch.arange(self.dim, device=self.perm.device), self.perm] = self.scale
         return m
 
     def act(self, z: Tensor) -> Tensor:
@@ -142,7 +155,7 @@ class SymmetryElement:
     def inverse(self) -> "SymmetryElement":
         """k^{-1}: ``perm = argsort(perm)``, ``scale = 1 / scale[argsort(perm)]``."""
         q = torch.argsort(self.perm)
-        return SymmetryElement(q, 1.0 / self.scale[q])
+        return SymmetryElement.unchecked(q, 1.0 / self.scale[q])
 
     def __invert__(self) -> "SymmetryElement":
         return self.inverse()
@@ -153,12 +166,18 @@ class SymmetryElement:
             return NotImplemented
         if other.dim != self.dim:
             raise ValueError(f"cannot compose elements of R^{self.dim} and R^{other.dim}")
-        return SymmetryElement(other.perm[self.perm], self.scale * other.scale[self.perm])
+        return SymmetryElement.unchecked(other.perm[self.perm], self.scale * other.scale[self.perm])
 
     def left(self, weight: Tensor) -> Tensor:
         """k W for W of shape (d, m) (acts on rows): ``scale[:, None] * W[perm]``."""
         s = self.scale.to(device=weight.device, dtype=weight.dtype)
         return weight[self.perm.to(weight.device)] * s.reshape(-1, *([1] * (weight.ndim - 1)))
+
+    def right(self, weight: Tensor) -> Tensor:
+        """W k for W of shape (m, d) (acts on columns): ``(W k)[:, perm_j] = W[:, j] scale_j``."""
+        out = torch.empty_like(weight)
+        out[:, self.perm.to(weight.device)] = weight * self.scale.to(weight)[None, :]
+        return out
 
     def right_inverse(self, weight: Tensor) -> Tensor:
         """W k^{-1} for W of shape (m, d) (acts on columns): ``W[:, perm] / scale``."""
@@ -313,7 +332,9 @@ def intertwining_error(activation: str, k: SymmetryElement, z: Tensor) -> float:
 
     Chapter: *Parameter symmetries*.
     """
-    if not isinstance(activation, str) or activation not in ACTIVATIONS:
+    if not isinstance(activation, str):
+        raise TypeError(f"activation must be a string, got {type(activation).__name__} {activation!r}")
+    if activation not in ACTIVATIONS:
         raise ValueError(f"unknown activation {activation!r}; choose from {sorted(ACTIVATIONS)}")
     if not isinstance(k, SymmetryElement):
         raise TypeError(f"k must be a SymmetryElement, got {type(k).__name__}")
@@ -443,7 +464,11 @@ class AttentionSymmetry:
         return cls(torch.arange(H), torch.eye(layer.d_k).repeat(H, 1, 1), torch.eye(layer.d_v).repeat(H, 1, 1))
 
 
-def _random_invertible(n: int, d: int, gen: torch.Generator, log_scale: float) -> Tensor:
+def random_invertible(n: int, d: int, gen: torch.Generator, log_scale: float) -> Tensor:
+    """n random invertible d×d matrices Q·diag(e^u), u uniform in [-log_scale, log_scale].
+
+    Chapter: *Parameter symmetries* (book/part1/04_parameter_symmetries).
+    """
     q, r = torch.linalg.qr(torch.randn(n, d, d, generator=gen))
     q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)  # Haar orthogonal
     s = torch.exp((torch.rand(n, d, generator=gen) * 2 - 1) * log_scale)
@@ -461,8 +486,8 @@ def sample_attention_symmetry(layer: MultiHeadAttention, seed: int | torch.Gener
     log_scale = check_float("log_scale", log_scale, 0.0)
     gen = _generator(seed)
     perm = torch.randperm(layer.heads, generator=gen)
-    return AttentionSymmetry(perm, _random_invertible(layer.heads, layer.d_k, gen, log_scale),
-                             _random_invertible(layer.heads, layer.d_v, gen, log_scale))
+    return AttentionSymmetry(perm, random_invertible(layer.heads, layer.d_k, gen, log_scale),
+                             random_invertible(layer.heads, layer.d_v, gen, log_scale))
 
 
 def _apply_to_layer(layer: MultiHeadAttention, e: AttentionSymmetry) -> None:

@@ -7,7 +7,7 @@ Trained models are cached on disk by a hash of (model spec, :class:`TrainConfig`
 spec), written atomically, and an interrupted run resumes from its last complete epoch
 with the same final weights as an uninterrupted run.
 
-The mirror penalties (THEORY.md §6, scaled as a *mean* over coordinates):
+The mirror penalties (scaled as a *mean* over coordinates, as chapter 11 explains):
 
 .. math::
     P_{\\mathrm{equi}} = \\operatorname{mean}\\,\\big(f(m x) - m f(x)\\big)^2, \\qquad

@@ -14,7 +14,7 @@ Chapters: *The main theorem* (book/part2/06_main_theorem), *MLPs: tanh, ReLU, GE
 (book/part2/07_mlps), *Attention* (book/part2/08_attention).
 """
 from .lstsq import LinearFit, fit_linear_action, linear_equivariance_error, paired_features, relative_errors
-from .units import assign, compose_monomial, match_units, monomial_matrix
+from .units import assign, match_units
 from .result import LatentActions, MonomialAction, homomorphism_error, layer_errors
 from .weights import lift_action, recover_by_weights
 from .activations import recover_by_activations
@@ -26,7 +26,7 @@ from .attention import (AttentionLatentAction, PlantedAttention, TokenAction, he
 
 __all__ = [
     "LinearFit", "fit_linear_action", "linear_equivariance_error", "paired_features", "relative_errors",
-    "assign", "compose_monomial", "match_units", "monomial_matrix",
+    "assign", "match_units",
     "LatentActions", "MonomialAction", "homomorphism_error", "layer_errors", "lift_action", "recover_by_weights",
     "recover_by_activations", "equivariant_weight", "hidden_representation", "plant_equivariant",
     "sign_characters", "METHODS", "latent_actions",

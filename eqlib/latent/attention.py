@@ -23,16 +23,20 @@ Chapter: *Attention* (book/part2/08_attention).
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from ..actions import Action, MatrixAction, PermutationAction, equivariance_residual
+from ..actions import (Action, MatrixAction, PermutationAction, check_homomorphism,
+                       equivariance_residual)
 from ..groups import FiniteGroup, GroupElement, flip
 from ..models.attention import AttentionNetwork, MultiHeadAttention
 from ..models.base import Model
+from ..symmetries import random_invertible, apply_attention_symmetry, sample_attention_symmetry
+from .result import MonomialAction
 
 __all__ = [
     "TokenAction",
@@ -44,6 +48,7 @@ __all__ = [
     "match_heads",
     "recover_token_permutation",
     "AttentionLatentAction",
+    "ByElement",
     "recover_attention_action",
     "recover_attention_network",
     "hide_attention_network",
@@ -54,15 +59,47 @@ __all__ = [
 Tensor = torch.Tensor
 
 
-def _first_non_homomorphism(group: FiniteGroup, perms: np.ndarray):
-    """(a, b) with perms[a·b] ≠ perms[a] ∘ perms[b], or None; vectorized over all pairs."""
-    order = np.arange(group.order)
-    composed = perms[order[:, None, None], perms[None, :, :]]  # [a, b, i] = perms[a][perms[b][i]]
-    ok = np.all(perms[group.table] == composed, axis=-1)
-    if ok.all():
-        return None
-    a, b = np.argwhere(~ok)[0]
-    return group[int(a)], group[int(b)]
+def _permutation_homomorphism_error(group: FiniteGroup, perms: np.ndarray) -> float:
+    """:func:`eqlib.actions.check_homomorphism` of g ↦ (i moves to perms[g][i]); 0 iff
+    perms[a·b] = perms[a] ∘ perms[b] for all a, b (permutations compose exactly)."""
+    inv = torch.as_tensor(np.argsort(np.asarray(perms), axis=1))  # (k z)_j = z_{perm^{-1}(j)}
+    return check_homomorphism(MonomialAction(group, inv, torch.ones(inv.shape)))
+
+
+class ByElement(dict):
+    """A dict keyed by group elements that also looks elements up by name.
+
+    ``d[g]`` and ``d[g.name]`` give the same value; iteration yields the elements.
+
+    Chapter: *Attention* (book/part2/08_attention).
+    """
+
+    def __init__(self, group: FiniteGroup, items=()):
+        super().__init__()
+        self.group = group
+        for key, value in dict(items).items():
+            self[key] = value
+
+    def _key(self, key):
+        return self.group[key] if isinstance(key, str) else key
+
+    def __getitem__(self, key):
+        return super().__getitem__(self._key(key))
+
+    def __setitem__(self, key, value):
+        key = self._key(key)
+        if not isinstance(key, GroupElement) or key.group != self.group:
+            raise TypeError(f"keys must be elements of {self.group.name} (or their names), got {key!r}")
+        super().__setitem__(key, value)
+
+    def __contains__(self, key) -> bool:
+        try:
+            return super().__contains__(self._key(key))
+        except KeyError:
+            return False
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
 
 
 # -- actions on token sequences -------------------------------------------------------
@@ -104,11 +141,8 @@ class TokenAction(Action):
         self.dim = self.n_tokens * self.token_dim
         self.shape = (self.n_tokens, self.token_dim)
         # a homomorphism check on the token part (the feature part is an Action already)
-        bad = _first_non_homomorphism(group, perms)
-        if bad is not None:
-            a, b = bad
-            raise ValueError(f"token_perms is not a homomorphism: perm({a.name}·{b.name}) ≠ "
-                             f"perm({a.name})∘perm({b.name})")
+        if _permutation_homomorphism_error(group, perms) != 0:
+            raise ValueError("token_perms is not a homomorphism: perm(a·b) ≠ perm(a)∘perm(b) for some a, b")
 
     def token_permutation(self, g: GroupElement) -> np.ndarray:
         """π_g as an array: token i moves to position π_g[i]."""
@@ -295,7 +329,10 @@ def recover_token_permutation(maps_x: Tensor, maps_gx: Tensor) -> tuple[np.ndarr
 # -- the recovery ---------------------------------------------------------------------
 @dataclass
 class AttentionLatentAction:
-    """What :func:`recover_attention_action` found, per group element (keyed by name).
+    """What :func:`recover_attention_action` found, per group element.
+
+    Every field below is a :class:`ByElement` mapping keyed by group element
+    (``res.head_perm[g]``); a name works too (``res.head_perm["m"]``).
 
     Attributes:
         head_perm: τ_g from the parameters (head h on X ↔ head τ_g(h) on g·X).
@@ -334,6 +371,12 @@ class AttentionLatentAction:
     S: dict[str, Tensor] = field(default_factory=dict)
     tol: float = 1e-4
 
+    def __post_init__(self):
+        for f in ("head_perm", "head_perm_maps", "token_perm", "token_perm_given", "A", "B", "head_residual",
+                  "basis_residual", "positional_residual", "maps_residual", "output_residual",
+                  "head_space_residual", "S"):
+            setattr(self, f, ByElement(self.group, getattr(self, f)))
+
     @property
     def equivariant(self) -> bool:
         """True when every residual is below ``tol`` and both head matchings and both
@@ -353,7 +396,7 @@ class AttentionLatentAction:
     def is_homomorphism(self) -> bool:
         """Whether g ↦ τ_g respects products: τ_{ab} = τ_a ∘ τ_b (Remark 4.2 of the paper)."""
         G = self.group
-        return _first_non_homomorphism(G, np.stack([self.head_perm[g.name] for g in G])) is None
+        return _permutation_homomorphism_error(G, np.stack([self.head_perm[g] for g in G])) == 0
 
     def feature_homomorphism_error(self) -> float:
         """max over pairs (a, b) of ‖S_{ab} − S_a S_b‖ / ‖S_{ab}‖: whether g ↦ S_g, the
@@ -361,8 +404,8 @@ class AttentionLatentAction:
         G, worst = self.group, 0.0
         for a in G:
             for b in G:
-                Sab = self.S[(a @ b).name]
-                worst = max(worst, float((Sab - self.S[a.name] @ self.S[b.name]).norm() / Sab.norm()))
+                Sab = self.S[a @ b]
+                worst = max(worst, float((Sab - self.S[a] @ self.S[b]).norm() / Sab.norm()))
         return worst
 
     def worst_residual(self) -> float:
@@ -378,7 +421,7 @@ class AttentionLatentAction:
         for g in self.head_perm:
             pos = self.positional_residual[g]
             lines.append(
-                f"  {g}: heads h→τ(h) {self.head_perm[g].tolist()} (maps say {self.head_perm_maps[g].tolist()}), "
+                f"  {g.name}: heads h→τ(h) {self.head_perm[g].tolist()} (maps say {self.head_perm_maps[g].tolist()}), "
                 f"tokens {self.token_perm[g].tolist()}"
                 + ("" if np.array_equal(self.token_perm[g], self.token_perm_given[g]) else
                    f" (input action: {self.token_perm_given[g].tolist()})")
@@ -457,7 +500,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             tau_maps = np.empty(layer.heads, dtype=np.int64)
             tau_maps[r] = c
             pi, _ = recover_token_permutation(maps_x, maps_gx[:, torch.as_tensor(tau)])
-            name = g.name
+            name = g
             res.head_perm[name], res.head_perm_maps[name] = tau, tau_maps
             res.token_perm[name], res.token_perm_given[name] = pi, pi_given
             res.A[name], res.B[name] = A, B
@@ -505,7 +548,8 @@ def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, out
     """
     layers = list(net.layers) if isinstance(net, Model) else None
     if not layers or not all(isinstance(l, MultiHeadAttention) for l in layers):
-        raise ValueError("net must be a Model whose layers are all MultiHeadAttention layers")
+        raise TypeError(f"net must be a Model whose layers are all MultiHeadAttention layers, "
+                        f"got {type(net).__name__}")
     G = action_in.group
     d_last = layers[-1].out_shape[1]
     if out_features is None and action_in.feature_action is not None and d_last == action_in.token_dim:
@@ -559,10 +603,6 @@ def hide_attention_network(net: Model, seed: int = 0, log_scale: float = 0.5,
 
     Chapter: *Attention* (book/part2/08_attention).
     """
-    import copy
-
-    from ..symmetries import _random_invertible, apply_attention_symmetry, sample_attention_symmetry
-
     layers = list(net.layers) if isinstance(net, Model) else None
     if not layers or not all(isinstance(l, MultiHeadAttention) for l in layers):
         raise TypeError("net must be a Model whose layers are all MultiHeadAttention layers")
@@ -573,7 +613,7 @@ def hide_attention_network(net: Model, seed: int = 0, log_scale: float = 0.5,
     with torch.no_grad():
         for i in range(len(new) - 1):
             d = new[i].out_shape[1]
-            M = _random_invertible(1, d, gen, log_scale)[0]
+            M = random_invertible(1, d, gen, log_scale)[0]
             Mit = torch.linalg.inv(M).T
             new[i].W_O.copy_(new[i].W_O @ M.T)
             for name in ("W_Q", "W_K", "W_V"):
@@ -591,8 +631,8 @@ class PlantedAttention:
 
     Attributes:
         layer: the layer (hidden by a random attention symmetry when ``hidden``).
-        head_perm: {g.name: τ_g} of the returned layer (conjugated by the hiding
-            symmetry's head permutation).
+        head_perm: {g: τ_g} of the returned layer (conjugated by the hiding
+            symmetry's head permutation), a :class:`ByElement` mapping (names work too).
         action_in: the input action; out_features: the output feature action.
         hidden: whether a random attention symmetry was applied.
 
@@ -604,6 +644,9 @@ class PlantedAttention:
     action_in: TokenAction
     out_features: Action | None
     hidden: bool
+
+    def __post_init__(self):
+        self.head_perm = ByElement(self.action_in.group, self.head_perm)
 
 
 def _regular_block(stab: list[GroupElement], s: GroupElement, dim: int) -> Tensor:
@@ -658,10 +701,8 @@ def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray |
     H = tau.shape[1]
     if not all(sorted(row) == list(range(H)) for row in tau.tolist()):
         raise ValueError("every row of head_perms must be a permutation of the heads")
-    bad = _first_non_homomorphism(G, tau)
-    if bad is not None:
-        a, b = bad
-        raise ValueError(f"head_perms is not a homomorphism: τ({a.name}·{b.name}) ≠ τ({a.name})∘τ({b.name})")
+    if _permutation_homomorphism_error(G, tau) != 0:
+        raise ValueError("head_perms is not a homomorphism: τ(a·b) ≠ τ(a)∘τ(b) for some a, b")
     n, d_in = action_in.n_tokens, action_in.token_dim
     d_out = d_in if d_out is None else int(d_out)
     if out_features is None and d_out == d_in and action_in.feature_action is not None:
@@ -699,14 +740,12 @@ def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray |
         if layer.P is not None:
             P0 = layer.P.clone()
             layer.P.copy_(sum(action_in.permute_tokens(g, P0) @ R[g.index].T for g in G) / G.order)
-    planted = {g.name: tau[g.index].copy() for g in G}
+    planted = {g: tau[g.index].copy() for g in G}
     if hide:
-        from ..symmetries import apply_attention_symmetry, sample_attention_symmetry
-
         sym = sample_attention_symmetry(layer, seed=int(seed) + 1)
         layer = apply_attention_symmetry(layer, sym)
         new_from_old = sym.perm.numpy()  # new head h is old head new_from_old[h]
         slot = np.argsort(new_from_old)  # old head h sits in slot[h]
         # τ'(slot[h]) = slot[τ(h)], i.e. τ' = slot ∘ τ ∘ slot^{-1}
-        planted = {name: slot[t[new_from_old]] for name, t in planted.items()}
+        planted = {g: slot[t[new_from_old]] for g, t in planted.items()}
     return PlantedAttention(layer, planted, action_in, out_features, hide)

@@ -32,7 +32,8 @@ from ..actions import Action, MatrixAction
 from ..groups import FiniteGroup, GroupElement, cyclic
 from ..models.base import Model
 from ..models.convnet import SameConv, conv_net
-from .units import match_units, monomial_matrix
+from ..symmetries import SymmetryElement
+from .units import match_units
 
 __all__ = ["rotate", "c4_channel_action", "act_on_images", "transport_conv", "PlantedConv",
            "plant_c4_conv", "ConvLatentActions", "recover_conv_actions"]
@@ -192,7 +193,9 @@ def plant_c4_conv(blocks: list[list[str]], size: int = 7, kernel: int = 3, hide:
 
     Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
-    if not isinstance(blocks, (list, tuple)) or len(blocks) < 2:
+    if not isinstance(blocks, (list, tuple)):
+        raise TypeError(f"blocks must be a list of channel blocks, got {type(blocks).__name__}")
+    if len(blocks) < 2:
         raise ValueError(f"blocks must list the channel blocks of at least V_0 and V_1, got {blocks!r}")
     acts = [c4_channel_action(list(b)) for b in blocks]
     model = conv_net([a.dim for a in acts], size, kernel, seed=seed)
@@ -213,7 +216,7 @@ def plant_c4_conv(blocks: list[list[str]], size: int = 7, kernel: int = 3, hide:
             for a in hidden:
                 perm = torch.randperm(a.dim, generator=gen)
                 signs = torch.where(torch.rand(a.dim, generator=gen) < 0.5, -1.0, 1.0)
-                Qs.append(monomial_matrix(perm, signs))
+                Qs.append(SymmetryElement.unchecked(perm, signs).matrix())
             Qs.append(torch.eye(acts[-1].dim))
             for i, layer in enumerate(model.layers):
                 Qin_inv = Qs[i].T  # signed permutations are orthogonal
@@ -360,7 +363,7 @@ def recover_conv_actions(model: Model, x: Tensor, rho_in: Action | None = None,
                 target = _rows(layer.weight.detach(), layer.bias.detach())
                 if i < L - 1:
                     perm, signs, _ = match_units(_rows(M, b2), target, signed=True)
-                    k = monomial_matrix(perm, signs)
+                    k = SymmetryElement.unchecked(perm, signs).matrix()
                     res.k[i][g.name] = k
                 else:
                     k = torch.eye(layer.out_shape[0])

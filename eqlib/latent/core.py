@@ -8,6 +8,8 @@ import numpy as np
 import torch
 
 from ..actions import Action, check_equivariance
+from ..submodels import reduce
+from ..symmetries import symmetry_group
 from ..validation import check_finite, check_float, check_int, check_tensor
 from .lstsq import paired_features, fit_linear_action
 from .result import LatentActions, dense_action, homomorphism_error, layer_errors
@@ -36,8 +38,6 @@ def _reduce(model, notes: list[str], degenerate: bool):
     """
     if not degenerate:
         return None
-    from ..submodels import reduce
-
     red = reduce(model)
     if list(red.model.dims) == list(model.dims):
         return None
@@ -158,8 +158,6 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
         match = list(residuals)
         failed = [i + 1 for i, r in enumerate(residuals) if not r <= tol]
     else:
-        from ..symmetries import symmetry_group
-
         actions, match, failed = [], [], []
         for i in range(1, L):
             mats = []
@@ -212,8 +210,6 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
 
 def _distance_to_group(activation: str, action, G) -> float:
     """max_g relative Frobenius distance of k(g) to the layer's symmetry group K_i."""
-    from ..symmetries import symmetry_group
-
     K = symmetry_group(activation, action.dim)
     dist = 0.0
     for g in G:

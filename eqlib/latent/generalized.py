@@ -12,9 +12,12 @@ Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 
 import torch
+
+from ..validation import check_int
 
 __all__ = ["pair_set_symmetries", "token_channel_candidates", "relating_sequences"]
 
@@ -39,8 +42,7 @@ def pair_set_symmetries(d: int) -> Tensor:
 
     Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
-    if not isinstance(d, int) or not 1 <= d <= 4:
-        raise ValueError(f"d must be an integer in 1..4 (the group has 4^d·d! elements), got {d!r}")
+    d = check_int("d", d, 1, 4)  # the group has 4^d·d! elements
     mats = []
     for perm in itertools.permutations(range(d)):
         for signs in itertools.product([1.0, -1.0], repeat=d):
@@ -66,10 +68,7 @@ def token_channel_candidates(n: int, d: int) -> Tensor:
 
     Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
-    import math
-
-    if not isinstance(n, int) or not isinstance(d, int) or n < 1 or d < 1:
-        raise ValueError(f"n and d must be positive integers, got n={n!r}, d={d!r}")
+    n, d = check_int("n", n, 1), check_int("d", d, 1)
     size = math.factorial(n) * 2 ** d * math.factorial(d)
     if size > 10_000:
         raise ValueError(f"n!·2^d·d! = {size} candidates is too many (at most 10,000)")

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..actions import Action, equivariance_residual
+from ..actions import Action, check_homomorphism, equivariance_residual
 from ..groups import FiniteGroup, GroupElement
-from .units import compose_monomial, monomial_matrix
+from ..symmetries import SymmetryElement
 
 __all__ = ["MonomialAction", "LatentActions", "layer_errors", "homomorphism_error"]
 
@@ -22,18 +22,26 @@ class MonomialAction(Action):
     """An action by monomial matrices: ``(k(g) z)_j = scales[g, j] · z_{perm[g, j]}``.
 
     Signed permutations (tanh), positively scaled permutations (ReLU) and permutations
-    (GELU) are all of this form. It does not check the homomorphism property (a
-    recovered action may fail it; :func:`homomorphism_error` measures by how much).
+    (GELU) are all of this form: k(g) is the parameter symmetry
+    :class:`~eqlib.symmetries.SymmetryElement` ``element(g)``, stored for all g at once. It
+    does not check the homomorphism property (a recovered action may fail it;
+    :func:`homomorphism_error` measures by how much).
 
     Args:
         group: the group.
         perm: (``|G|``, d) long tensor.
         scales: (``|G|``, d) tensor.
 
+    Raises:
+        TypeError: if perm or scales is not a tensor.
+        ValueError: if their shapes are not (``|G|``, d).
+
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
 
     def __init__(self, group: FiniteGroup, perm: Tensor, scales: Tensor):
+        if not isinstance(perm, Tensor) or not isinstance(scales, Tensor):
+            raise TypeError(f"perm and scales must be tensors, got {type(perm).__name__}, {type(scales).__name__}")
         if perm.shape != scales.shape or perm.ndim != 2 or perm.shape[0] != group.order:
             raise ValueError(f"need perm and scales of shape ({group.order}, d), got {tuple(perm.shape)}, "
                              f"{tuple(scales.shape)}")
@@ -41,13 +49,16 @@ class MonomialAction(Action):
         self.dim = perm.shape[1]
         self.shape = (self.dim,)
 
-    def act(self, g: GroupElement, x: Tensor) -> Tensor:
+    def element(self, g: GroupElement) -> SymmetryElement:
+        """k(g) as a :class:`~eqlib.symmetries.SymmetryElement`."""
         i = self._check(g)
-        return x[..., self.perm[i].to(x.device)] * self.scales[i].to(device=x.device, dtype=x.dtype)
+        return SymmetryElement.unchecked(self.perm[i], self.scales[i])
+
+    def act(self, g: GroupElement, x: Tensor) -> Tensor:
+        return self.element(g).act(x)
 
     def matrix(self, g: GroupElement) -> Tensor:
-        i = self._check(g)
-        return monomial_matrix(self.perm[i], self.scales[i])
+        return self.element(g).matrix()
 
     def is_signed_permutation(self, tol: float = 1e-5) -> bool:
         return bool(((self.scales.abs() - 1).abs() <= tol).all())
@@ -69,34 +80,19 @@ class _DenseAction(Action):
 
 
 def homomorphism_error(action: Action, num_probes: int = 4, seed: int = 0) -> float:
-    """Largest relative violation of k(e) = I and k(g s) = k(g) k(s) over all g and generators s.
+    """Largest relative violation of k(e) = I and k(gh) = k(g) k(h) over all pairs g, h.
 
-    Together these imply k(gh) = k(g) k(h) for all g, h (write h as a word in the
-    generators). Monomial actions are composed exactly; others on random probes.
+    :func:`eqlib.actions.check_homomorphism` on random probes; ``inf`` when some k(g)
+    maps the probes to NaN or ±inf (a failed recovery), instead of an error.
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
-    G = action.group
-    if isinstance(action, MonomialAction):
-        P, S = action.perm, action.scales
-        e = G.identity.index
-        err = float((S[e] - 1).abs().max()) + float((P[e] != torch.arange(action.dim, device=P.device)).any())
-        for g in G:
-            for s in G.generators:
-                p, sc = compose_monomial(P[g.index], S[g.index], P[s.index], S[s.index])
-                gs = (g @ s).index
-                if not torch.equal(p, P[gs]):
-                    return float("inf") if action.dim else 0.0
-                err = max(err, float((sc - S[gs]).abs().max() / S[gs].abs().max().clamp_min(1e-12)))
-        return err
-    x = torch.randn(num_probes, action.dim, generator=torch.Generator().manual_seed(seed))
-    scale = x.norm()
-    err = float((action.act(G.identity, x) - x).norm() / scale)
-    for g in G:
-        for s in G.generators:
-            lhs = action.act(g, action.act(s, x))
-            err = max(err, float((lhs - action.act(g @ s, x)).norm() / scale))
-    return err
+    if action.dim == 0:
+        return 0.0
+    try:
+        return check_homomorphism(action, num_probes=num_probes, seed=seed)
+    except ValueError:  # not finite on the probes
+        return float("inf")
 
 
 def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x: Tensor,
@@ -241,7 +237,8 @@ class LatentActions:
         a = self.actions[layer - 1]
         if not isinstance(a, MonomialAction):
             raise ValueError(f"layer {layer}'s action is a dense matrix (method {self.method!r}), not monomial")
-        return a.perm[g.index].clone(), a.scales[g.index].clone()
+        k = a.element(g)
+        return k.perm.clone(), k.scale.clone()
 
     def summary(self) -> str:
         lines = [f"Latent actions of {self.group.name} (method {self.method!r}, tol {self.tol:g})",

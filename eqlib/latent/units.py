@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-__all__ = ["assign", "match_units", "compose_monomial", "monomial_matrix"]
+__all__ = ["assign", "match_units"]
 
 Tensor = torch.Tensor
 
@@ -92,24 +92,3 @@ def match_units(A: Tensor, B: Tensor, signed: bool = True, scaled: bool = False)
         scales = torch.where(matched < 0, -1.0, 1.0).to(A.dtype) if signed else torch.ones_like(matched)
     similarity = matched.abs() if signed else matched
     return perm, scales, similarity
-
-
-def monomial_matrix(perm: Tensor, scales: Tensor) -> Tensor:
-    """The dense (n, n) matrix k with ``k[j, perm[j]] = scales[j]``, so ``(k z)_j = scales_j z_{perm_j}``.
-
-    Chapter: *The main theorem* (book/part2/06_main_theorem).
-    """
-    n = perm.shape[0]
-    k = torch.zeros(n, n, dtype=scales.dtype, device=scales.device)
-    k[torch.arange(n, device=perm.device), perm] = scales
-    return k
-
-
-def compose_monomial(p1: Tensor, s1: Tensor, p2: Tensor, s2: Tensor) -> tuple[Tensor, Tensor]:
-    """The product k1 k2 of two monomial matrices given as (perm, scales).
-
-    ``(k1 k2 z)_j = s1_j (k2 z)_{p1_j} = s1_j s2_{p1_j} z_{p2_{p1_j}}``.
-
-    Chapter: *The main theorem* (book/part2/06_main_theorem).
-    """
-    return p2[p1], s1 * s2[p1]

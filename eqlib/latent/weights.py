@@ -43,10 +43,11 @@ import torch
 from ..actions import Action, PermutationAction
 from ..groups import GroupElement
 from ..models.mlp import Dense
+from ..symmetries import SymmetryElement, symmetry_group
 from .result import MonomialAction, dense_action
 from .units import match_units
 
-__all__ = ["maybe_degenerate", "lift_action", "mlp_layers", "layer_kind", "recover_by_weights", "right_multiply", "left_multiply", "monomial_of"]
+__all__ = ["maybe_degenerate", "lift_action", "mlp_layers", "layer_kind", "recover_by_weights", "monomial_of"]
 
 Tensor = torch.Tensor
 
@@ -84,47 +85,37 @@ def layer_kind(activation: str) -> str:
     if activation == "identity":
         raise ValueError("a hidden layer without nonlinearity has symmetry group GL(d): its latent action "
                          "is not determined by matching units; use method='lstsq'")
-    from ..symmetries import symmetry_group
-
     return symmetry_group(activation, 1).kind
 
 
-def monomial_of(action: Action, g: GroupElement) -> tuple[Tensor, Tensor] | None:
-    """(perm, scales) of ρ(g) when the action is monomial (permutation-like), else None.
+def monomial_of(action: Action, g: GroupElement) -> SymmetryElement | None:
+    """ρ(g) as a :class:`~eqlib.symmetries.SymmetryElement` when the action is monomial, else None.
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     if isinstance(action, MonomialAction):
-        return action.perm[g.index], action.scales[g.index]
+        return action.element(g)
     if isinstance(action, PermutationAction):
         p = action.permutation(g)
         s = action.signs[g.index] if action.signs is not None else torch.ones(action.dim)
-        return p, s
+        return SymmetryElement.unchecked(p, s)
     return None
 
 
-def right_multiply(W: Tensor, k: tuple[Tensor, Tensor] | Tensor) -> Tensor:
-    """W k for a monomial k = (perm, scales) (``(Wk)[:, perm_j] = W[:, j] scales_j``) or a dense k.
+def right_multiply(W: Tensor, k: SymmetryElement | Tensor) -> Tensor:
+    """W k for a parameter symmetry k (:meth:`SymmetryElement.right`) or a dense matrix k.
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
-    if isinstance(k, Tensor):
-        return W @ k.to(W)
-    perm, scales = k
-    out = torch.empty_like(W)
-    out[:, perm.to(W.device)] = W * scales.to(W)[None, :]
-    return out
+    return W @ k.to(W) if isinstance(k, Tensor) else k.right(W)
 
 
-def left_multiply(k: tuple[Tensor, Tensor] | Tensor, W: Tensor) -> Tensor:
-    """k W for a monomial k = (perm, scales) (``(kW)[j] = scales_j W[perm_j]``) or a dense k.
+def left_multiply(k: SymmetryElement | Tensor, W: Tensor) -> Tensor:
+    """k W for a parameter symmetry k (:meth:`SymmetryElement.left`) or a dense matrix k.
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
-    if isinstance(k, Tensor):
-        return k.to(W) @ W
-    perm, scales = k
-    return W[perm.to(W.device)] * scales.to(W)[:, None]
+    return k.to(W) @ W if isinstance(k, Tensor) else k.left(W)
 
 
 def _with_bias(layer: Dense, W: Tensor) -> Tensor:
@@ -202,9 +193,9 @@ def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4
                 A = _with_bias(layers[i], right_multiply(W, k_prev))
                 signed, scaled = flags[i]
                 p, s, _ = match_units(A, Bs[i], signed=signed, scaled=scaled)
-                residuals[i] = max(residuals[i], _rel(A, left_multiply((p, s), Bs[i])))
+                k_prev = SymmetryElement.unchecked(p, s)
+                residuals[i] = max(residuals[i], _rel(A, k_prev.left(Bs[i])))
                 perms[i][g.index], scales[i][g.index] = p, s
-                k_prev = (p, s)
             last = layers[-1]
             A = _with_bias(last, right_multiply(last.weight.detach(), k_prev))
             k_out = monomial_of(rho_out, g)

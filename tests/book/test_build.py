@@ -1,6 +1,8 @@
 """The clean book build (-W -n --keep-going) and static checks of its HTML."""
 from __future__ import annotations
 
+import html
+import json
 import re
 
 import pytest
@@ -23,8 +25,39 @@ def _visible_text(html: str) -> str:
     return _TAG.sub(" ", _PRE.sub(" ", _main(html)))
 
 
-def test_build_succeeds(built_book):
-    assert (built_book / "index.html").is_file()
+def _words(text: str) -> list[str]:
+    """Lower-case words, so markup (`code`, $math$, *emphasis*, entities) does not matter."""
+    return re.findall(r"[a-z0-9]+", html.unescape(text).lower())
+
+
+def _source_heading(page: str, repo=REPO) -> str:
+    """The first level-1 heading of the page's source (.ipynb or .md), read without Sphinx."""
+    path = next(p for p in (repo / f"{page}.ipynb", repo / f"{page}.md") if p.is_file())
+    if path.suffix == ".ipynb":
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    else:
+        text = path.read_text(encoding="utf-8")
+    return next(line[2:] for line in text.splitlines() if line.startswith("# "))
+
+
+def _built_title(path) -> str:
+    title = re.search(r"<title>(.*?)</title>", path.read_text(encoding="utf-8"), re.S).group(1)
+    title = html.unescape(title).rsplit(" \u2014 ", 1)[0]  # "<page> — <book title>"
+    return re.sub(r"^\d+\.\s+", "", title)  # chapter number of numbered parts
+
+
+def test_build_succeeds(built_book, repo=REPO):
+    """The entry page redirects to the root of _toc.yml, and every page of _toc.yml is built
+    with the title its source's first heading gives (read from the sources, not the build)."""
+    redirect = re.search(r'url=([^"\s]+)', (built_book / "index.html").read_text(encoding="utf-8"))
+    pages = toc_pages()
+    assert redirect and redirect.group(1) == f"{pages[0]}.html", "index.html does not redirect to the root page"
+    for page in pages:
+        path = built_book / f"{page}.html"
+        assert path.is_file(), f"{page} is in _toc.yml but {path} was not built"
+        assert _words(_built_title(path)) == _words(_source_heading(page, repo)), (
+            f"{page}: built title {_built_title(path)!r}, source heading {_source_heading(page, repo)!r}")
 
 
 @pytest.mark.parametrize("page", toc_pages())

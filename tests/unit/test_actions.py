@@ -52,8 +52,46 @@ def rho(request):
     return ACTIONS[request.param]()
 
 
-def test_check_homomorphism_small(rho):
+class _Broken(actions.Action):
+    """ρ with ρ(g0) replaced by c·ρ(g0): not a homomorphism when c ≠ 1 (and g0 ≠ e)."""
+
+    def __init__(self, rho, g0, c):
+        self.rho, self.g0, self.c = rho, g0, c
+        self.group, self.dim, self.shape = rho.group, rho.dim, rho.shape
+
+    def act(self, g, x):
+        y = self.rho.act(g, x)
+        return self.c * y if g == self.g0 else y
+
+    def matrix(self, g):
+        return self.c * self.rho.matrix(g) if g == self.g0 else self.rho.matrix(g)
+
+
+def _violation_by_matrices(rho):
+    """max |ρ(g)ρ(h) − ρ(gh)| and |ρ(e) − I| entrywise over all pairs, from dense matrices."""
+    G = rho.group
+    M = torch.stack([rho.matrix(g).double() for g in G])
+    err = float((M[G.identity.index] - torch.eye(rho.dim, dtype=torch.float64)).abs().max())
+    for g, h in itertools.product(G, repeat=2):
+        err = max(err, float((M[g.index] @ M[h.index] - M[(g @ h).index]).abs().max()))
+    return err
+
+
+def test_check_homomorphism_agrees_with_the_matrices(rho):
+    """0 for every factory, and for a broken copy of it a violation of the size the dense
+    matrices give: check_homomorphism works on probes, the reference on matrices."""
+    assert _violation_by_matrices(rho) < 1e-5
     assert actions.check_homomorphism(rho) < 1e-6
+    G = rho.group
+    g0 = G.generators[0] if G.order > 1 else None
+    if g0 is None:
+        return
+    broken = _Broken(rho, g0, 1.5)
+    ref = _violation_by_matrices(broken)
+    assert ref >= 0.5 - 1e-6  # ρ'(g0)ρ'(g0⁻¹) − ρ'(e) = (c − 1)I at least (c² − 1 when g0 = g0⁻¹)
+    got = actions.check_homomorphism(broken, num_probes=64)
+    # probes see a violation of the same order as the matrices (|Ax| ≤ ‖A‖_∞ |x|)
+    assert got >= 0.5 - 1e-6 and 0.1 * ref <= got <= rho.dim * ref + 1e-6, (got, ref)
 
 
 def test_matrices_multiply_like_the_group(rho):

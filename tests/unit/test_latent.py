@@ -231,3 +231,23 @@ def test_reduced_matrix_needs_a_reduction():
     assert not res.weak and res.reduced_actions is None
     with pytest.raises(ValueError, match="not reduced"):
         res.reduced_matrix(1, G["m"])
+
+
+def test_homomorphism_error_sees_a_broken_monomial_action():
+    """homomorphism_error (actions.check_homomorphism underneath): 0 for a planted action,
+    ≥ the visible violation when one element's permutation is replaced, inf for NaN."""
+    import torch
+
+    from eqlib.groups import cyclic
+    from eqlib.latent import MonomialAction, homomorphism_error
+
+    G = cyclic(4)
+    perm = torch.stack([torch.roll(torch.arange(4), k) for k in range(4)])
+    good = MonomialAction(G, perm, torch.ones(4, 4))
+    assert homomorphism_error(good) == 0.0
+    bad_perm = perm.clone()
+    bad_perm[1] = torch.tensor([0, 1, 3, 2])
+    assert homomorphism_error(MonomialAction(G, bad_perm, torch.ones(4, 4))) > 0.1
+    scales = torch.ones(4, 4)
+    scales[2, 0] = float("nan")
+    assert homomorphism_error(MonomialAction(G, perm, scales)) == float("inf")

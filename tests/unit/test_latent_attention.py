@@ -222,3 +222,15 @@ def test_head_space_action_fails_for_a_random_layer():
     res = recover_attention_action(layer, act, x)
     assert not res.equivariant and res.head_space_residual["m"] > 1e-2
     assert res.feature_homomorphism_error() < 1e-6                         # the given S is an action
+
+
+def test_results_are_keyed_by_element_and_names_still_work():
+    from eqlib.latent.attention import ByElement
+    from eqlib.groups import flip
+
+    G = flip()
+    d = ByElement(G, {"m": 1})
+    d[G.identity] = 0
+    assert set(d) == set(G.elements) and d["m"] == d[G["m"]] == 1 and "e" in d and "x" not in d
+    with pytest.raises(TypeError, match="keys must be elements"):
+        d[3] = 1

@@ -4,8 +4,11 @@ import torch
 
 from eqlib.matching import (apply_permutation, channel_correlations, channel_statistics, interpolate,
                             involution_distance, invert_permutation, match_activations, random_permutations,
-                            repair, reset_bn, vgg_permutation_spec)
+                            permutation_spec, repair, reset_bn, vgg_permutation_spec)
+from eqlib.models import MLP
+from eqlib.models.attention import AttentionNetwork, MultiHeadAttention
 from eqlib.models.cnn import VGG, MirrorGCNN, warm_batchnorm
+from eqlib.symmetries import AttentionSymmetry, SymmetryElement, apply_attention_symmetry, apply_symmetry
 
 CFG = [8, "M", 16, "M", 16, "M"]
 
@@ -39,8 +42,12 @@ def test_bad_permutation_is_rejected():
         apply_permutation(net, {"conv0": torch.zeros(8, dtype=torch.long)})
     with pytest.raises(ValueError, match="unknown permutation"):
         apply_permutation(net, {"fc": torch.arange(3)})
-    with pytest.raises(ValueError, match="to_cnn"):
+    with pytest.raises(TypeError, match="to_cnn"):
         vgg_permutation_spec(MirrorGCNN(CFG))
+    with pytest.raises(TypeError, match="needs a VGG"):
+        vgg_permutation_spec(torch.nn.Linear(2, 2))
+    with pytest.raises(TypeError, match="no permutation spec"):
+        permutation_spec(torch.nn.Linear(2, 2))
 
 
 def test_matching_recovers_a_planted_permutation():
@@ -94,6 +101,19 @@ def test_bn_reset_matches_the_data_statistics():
     assert not net.training
 
 
+def _reference_statistics(model, x):
+    """Per-channel mean and std of every conv layer's ReLU input, by one plain forward pass
+    (shares no code with REPAIR or channel_statistics)."""
+    out = []
+    with torch.no_grad():
+        model.eval()
+        for layer in model.layers[:-1]:
+            z = layer.preactivation(x)
+            out.append((z.double().mean(dim=(0, 2, 3)), z.double().std(dim=(0, 2, 3), unbiased=False)))
+            x = layer.activate(z)
+    return out
+
+
 @pytest.mark.parametrize("batchnorm", [True, False], ids=["bn", "nobn"])
 def test_repair_restores_target_statistics(batchnorm):
     a, b = _net(0, batchnorm), _net(1, batchnorm)
@@ -101,10 +121,52 @@ def test_repair_restores_target_statistics(batchnorm):
     alpha = 0.3
     mid = interpolate(a, b, alpha)
     fixed = repair(mid, a, b, x, alpha=alpha, batch_size=16)
-    sa, sb, sm = channel_statistics(a, x), channel_statistics(b, x), channel_statistics(fixed, x)
-    before = channel_statistics(mid, x)
-    for k, ((ma, da), (mb, db), (mm, dm), (m0, d0)) in enumerate(zip(sa, sb, sm, before)):
+    sa, sb = _reference_statistics(a, x), _reference_statistics(b, x)
+    sm, before = _reference_statistics(fixed, x), _reference_statistics(mid, x)
+    assert len(sm) == len(CFG) - CFG.count("M")
+    for (ma, da), (mb, db), (mm, dm) in zip(sa, sb, sm):
         torch.testing.assert_close(mm, (1 - alpha) * ma + alpha * mb, atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(dm, (1 - alpha) * da + alpha * db, atol=1e-4, rtol=1e-4)
     # the interpolated network had different statistics (otherwise the test proves nothing)
     assert float((before[-1][1] - ((1 - alpha) * sa[-1][1] + alpha * sb[-1][1])).abs().max()) > 1e-2
+    # channel_statistics agrees with the plain forward pass
+    for (m1, d1), (m2, d2) in zip(channel_statistics(fixed, x), sm):
+        torch.testing.assert_close(m1, m2, atol=1e-6, rtol=1e-6)
+        torch.testing.assert_close(d1, d2, atol=1e-6, rtol=1e-6)
+
+
+def test_mlp_spec_permutes_like_the_parameter_symmetry():
+    """apply_permutation with the MLP spec equals apply_symmetry with unit-scale elements."""
+    net = MLP([5, 7, 6, 3], activations="relu", seed=0)
+    spec = permutation_spec(net)
+    assert spec.names == ["hidden1", "hidden2"] and spec.sizes == {"hidden1": 7, "hidden2": 6}
+    perms = random_permutations(spec, seed=2)
+    moved = apply_permutation(net, perms)
+    ks = [SymmetryElement(perms["hidden1"]), SymmetryElement(perms["hidden2"])]
+    ref = apply_symmetry(net, ks)
+    same = apply_permutation(net, dict(zip(spec.names, ks)))  # the one symmetry type is accepted
+    assert all(torch.equal(v, same.state_dict()[k]) for k, v in moved.state_dict().items())
+    with pytest.raises(ValueError, match="scales"):
+        apply_permutation(net, {"hidden1": SymmetryElement(perms["hidden1"], torch.full((7,), 2.0))})
+    for (k, v), (k2, v2) in zip(moved.state_dict().items(), ref.state_dict().items()):
+        assert k == k2
+        torch.testing.assert_close(v, v2)
+    x = torch.randn(10, 5, generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(moved(x), net(x), atol=1e-5, rtol=1e-5)
+    assert not torch.equal(moved.layers[0].weight, net.layers[0].weight)
+
+
+@pytest.mark.parametrize("network", [False, True], ids=["layer", "network"])
+def test_attention_spec_permutes_heads_like_the_attention_symmetry(network):
+    model = AttentionNetwork(5, [8, 8, 8], heads=3) if network else MultiHeadAttention(5, 8, 8, 3)
+    spec = permutation_spec(model)
+    perms = random_permutations(spec, seed=4)
+    moved = apply_permutation(model, perms)
+    layers = list(model.layers) if network else [model]
+    syms = [AttentionSymmetry(p, torch.eye(l.d_k).repeat(3, 1, 1), torch.eye(l.d_v).repeat(3, 1, 1))
+            for p, l in zip(perms.values(), layers)]
+    ref = apply_attention_symmetry(model, syms if network else syms[0])
+    for k, v in moved.state_dict().items():
+        torch.testing.assert_close(v, ref.state_dict()[k])
+    x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(moved(x), model(x), atol=1e-5, rtol=1e-5)

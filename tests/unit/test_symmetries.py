@@ -186,3 +186,21 @@ def test_symmetry_arguments_are_checked():
         intertwining_error("tanh", K.identity(), torch.tensor([[0.0, float("nan"), 1.0]]))
     with pytest.raises(TypeError, match=r"ks\[0\] must be a SymmetryElement"):
         apply_symmetry(MLP([2, 3, 2]), [torch.eye(3)])
+
+
+def test_left_and_right_agree_with_dense_matrices():
+    """k W and W k from the monomial form equal the dense products (one symmetry type)."""
+    gen = torch.Generator().manual_seed(3)
+    for seed in range(3):
+        perm = torch.randperm(6, generator=gen)
+        k = SymmetryElement(perm, torch.rand(6, generator=gen) + 0.5)
+        W = torch.randn(6, 6, generator=gen)
+        torch.testing.assert_close(k.left(W), k.matrix() @ W)
+        torch.testing.assert_close(k.right(W), W @ k.matrix())
+        torch.testing.assert_close(k.right_inverse(W), W @ torch.linalg.inv(k.matrix()))
+        torch.testing.assert_close((k @ ~k).matrix(), torch.eye(6), atol=1e-6, rtol=0)
+
+
+def test_wrong_types_raise_type_errors():
+    with pytest.raises(TypeError, match="activation must be a string"):
+        intertwining_error(3, SymmetryElement.identity(2), torch.zeros(1, 2))
