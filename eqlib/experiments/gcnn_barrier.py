@@ -590,40 +590,53 @@ def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_
 _KINDS = ("barrier", "barrier_reset", "barrier_repair")
 
 
-def summary_table(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def summary_table(results: dict[str, Any], spread: str = "std") -> tuple[list[str], list[list[str]]]:
     """The main table of :func:`run_experiment`'s results: one row per "variant@width" with
     test accuracy, GCNN and two-network barriers (interpolated statistics / BN reset /
-    REPAIR, mean ± std in ppt), the matched permutations' distance from an involution and
+    REPAIR, in ppt), the normalised filter distance from the GCNN constraint
+    (:func:`gcnn_filter_distance`), the matched permutations' distance from an involution and
     the invariance error of the network and of its self-flip midpoint.
+
+    Args:
+        spread: ``"std"`` writes mean ± sample standard deviation, ``"range"`` writes
+            mean [min, max] over the networks (pairs).
 
     Returns:
         ``(header, rows)`` of strings; :func:`summary_table_html` renders them.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
+    if spread not in ("std", "range"):
+        raise ValueError(f"spread must be 'std' or 'range', got {spread!r}")
+
     def fmt(s):
-        return f"{s['mean']:.1f} ± {s['std']:.1f}"
+        if spread == "std":
+            return f"{s['mean']:.1f} ± {s['std']:.1f}"
+        return f"{s['mean']:.1f} [{s['min']:.1f}, {s['max']:.1f}]"
 
     header = ["variant @ width", "test acc. (%)", "GCNN barrier: interp. / BN reset / REPAIR",
-              "two-network: interp. / BN reset / REPAIR", "π distance from involution",
-              "invariance error θ → midpoint"]
+              "two-network: interp. / BN reset / REPAIR", "filter distance d",
+              "π distance from involution", "invariance error θ → midpoint"]
     rows = []
     for key, cell in results["cells"].items():
         s = cell["summary"]
         sf, tn = s["self_flip"], s.get("two_network")
+        fd = sf.get("filter_distance_mean")
         rows.append([key, fmt(sf["acc_a"]), " / ".join(fmt(sf[k]) for k in _KINDS),
                      " / ".join(fmt(tn[k]) for k in _KINDS) if tn else "–",
+                     (f"{fd['mean']:.2f}" + (f" [{fd['min']:.2f}, {fd['max']:.2f}]" if spread == "range" else ""))
+                     if fd else "–",
                      f"{sf['involution_distance_mean']['mean']:.3f}",
                      f"{sf['invariance_a']['mean']:.3f} → {sf['invariance_mid_reset']['mean']:.1e}"])
     return header, rows
 
 
-def summary_table_html(results: dict[str, Any]) -> str:
+def summary_table_html(results: dict[str, Any], spread: str = "std") -> str:
     """:func:`summary_table` as an HTML ``<table>`` (display it with ``IPython.display.HTML``).
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
-    header, rows = summary_table(results)
+    header, rows = summary_table(results, spread)
     return html_table(header, rows)
 
 

@@ -188,3 +188,14 @@ def test_results_cache_is_verified_and_optional(tmp_path, monkeypatch):
     monkeypatch.setattr(gb, "atomic_write", full)
     with pytest.warns(UserWarning, match="could not cache"):
         gb._store_cached(tmp_path / "s.json", {"x": 1})
+
+
+def test_summary_table_range_spread():
+    sf = [{"barrier": b, "barrier_reset": b / 2, "barrier_repair": b / 4, "acc_a": 50.0, "acc_mid_reset": 49.0,
+           "involution_distance_mean": 0.0, "invariance_a": 0.3, "invariance_mid_reset": 1e-4,
+           "filter_distance_mean": b / 4} for b in (1.0, 2.0, 3.0)]
+    header, rows = gb.summary_table({"cells": {"plain@1": {"summary": gb.summarize(sf, [])}}}, spread="range")
+    assert rows[0][2].startswith("2.0 [1.0, 3.0] / 1.0 [0.5, 1.5]")
+    assert rows[0][4] == "0.50 [0.25, 0.75]"
+    with pytest.raises(ValueError, match="spread"):
+        gb.summary_table({"cells": {}}, spread="iqr")
