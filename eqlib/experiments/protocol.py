@@ -1,0 +1,345 @@
+"""One protocol for every experiment: budgets, settings, command line, JSON, recorded runs.
+
+An experiment module declares
+
+- a frozen dataclass of its knobs (one field per setting, the first field ``name``),
+- ``BUDGETS``: ``{"laptop": <settings>, "full": <settings>}`` (see :mod:`eqlib.budget`),
+- ``PARTS``: the names of the parts its ``run`` can do,
+
+and gets from here
+
+- :func:`settings`: the settings of a budget with typed overrides,
+- :func:`parse_setting`: ``"KEY=VALUE"`` typed like the field (``--set``),
+- :func:`build_parser` / :func:`parse_args`: one command line with the same flags for
+  every experiment (``--budget``, ``--device``, ``--seed``/``--seeds``, ``--set``,
+  ``--parts``, ``--out`` (checked writable before any work), ``--progress/--no-progress``,
+  ``--no-download``, ``--data``),
+- :func:`write_json`: the JSON of numbers, written atomically,
+- :func:`load_json` and :func:`check_recorded`: the recorded-run check any experiment's
+  test calls (the recorded run was made with the current budget, up to named changes).
+
+Chapters: Part III, *Experiments* (book/part3).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..budget import budget as select_budget
+from ..budget import budget_choices
+from ..io import atomic_write
+from . import writable_folder
+
+__all__ = ["settings", "settings_dict", "parse_setting", "parse_settings", "parse_seeds",
+           "build_parser", "parse_args", "write_json", "load_json", "check_recorded",
+           "numbers_differ"]
+
+S = TypeVar("S")
+
+
+def _check_budgets(budgets: Mapping[str, Any]) -> None:
+    if not isinstance(budgets, Mapping) or not budgets:
+        raise TypeError(f"budgets must be a non-empty mapping name → settings dataclass, "
+                        f"got {type(budgets).__name__}")
+    for key, value in budgets.items():
+        if not dataclasses.is_dataclass(value) or isinstance(value, type):
+            raise TypeError(f"budgets[{key!r}] must be a settings dataclass instance, "
+                            f"got {type(value).__name__}")
+
+
+def _fields(s: Any) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(s))
+
+
+def settings(budgets: Mapping[str, S], budget: str | None = None, **overrides: Any) -> S:
+    """The settings of ``budget`` (default ``$EQLIB_BUDGET``, else ``"laptop"``) in
+    ``budgets``, with ``overrides`` of its fields.
+
+    Raises:
+        ValueError: for an unknown budget or an override that is not a field (or is ``name``).
+
+    Chapters: Part III, *Experiments*.
+    """
+    _check_budgets(budgets)
+    name = select_budget(budget)
+    if name not in budgets:
+        raise ValueError(f"budget {name!r} is not declared; choose one of {list(budgets)}")
+    s = budgets[name]
+    names = _fields(s)
+    unknown = set(overrides) - set(names)
+    if unknown or "name" in overrides:
+        bad = sorted(unknown | ({"name"} & set(overrides)))
+        raise ValueError(f"unknown settings {bad}; fields are {[n for n in names if n != 'name']}")
+    return dataclasses.replace(s, **overrides) if overrides else s
+
+
+def settings_dict(s: Any) -> dict[str, Any]:
+    """A settings dataclass as a JSON-ready dict (tuples become lists), as recorded in runs.
+
+    Chapters: Part III, *Experiments*.
+    """
+    if not dataclasses.is_dataclass(s) or isinstance(s, type):
+        raise TypeError(f"expected a settings dataclass instance, got {type(s).__name__}")
+    return {k: (list(v) if isinstance(v, tuple) else v)
+            for k, v in dataclasses.asdict(s).items()}
+
+
+def _typed(text: str, current: Any, key: str, field_type: Any) -> Any:
+    if isinstance(current, bool):
+        low = text.lower()
+        if low not in ("true", "false", "1", "0"):
+            raise ValueError(text)
+        return low in ("true", "1")
+    if isinstance(current, tuple) or current is None:
+        if current is None and text.lower() == "none":
+            return None
+        kind = type(current[0]) if current else (int if "int" in str(field_type) else str)
+        return tuple(kind(v.strip()) for v in text.split(",") if v.strip())
+    return type(current)(text)
+
+
+def parse_setting(assignment: str, base: Any) -> tuple[str, Any]:
+    """``"key=value"`` → ``(key, value)`` typed like the field of the settings ``base``:
+    int, float, str, ``true``/``false`` (or 1/0) for booleans, comma-separated tuples
+    (``hidden=1024,512,512``), ``none`` for an optional tuple.
+
+    Raises:
+        ValueError: naming the assignment when it is not ``KEY=VALUE`` with ``KEY`` a
+            field (other than ``name``), or when the value cannot be read as the field's type.
+
+    Chapters: Part III, *Experiments*.
+    """
+    if not isinstance(assignment, str):
+        raise TypeError(f"a setting must be a 'KEY=VALUE' string, got {assignment!r}")
+    names = _fields(base)
+    key, sep, text = assignment.partition("=")
+    key, text = key.strip(), text.strip()
+    if not sep or key not in names or key == "name":
+        raise ValueError(f"expected KEY=VALUE with KEY a setting, got {assignment!r}; "
+                         f"settings are {[n for n in names if n != 'name']}")
+    current = getattr(base, key)
+    field_type = next(f.type for f in dataclasses.fields(base) if f.name == key)
+    try:
+        return key, _typed(text, current, key, field_type)
+    except ValueError:
+        raise ValueError(f"cannot read {text!r} as the {type(current).__name__} "
+                         f"setting {key!r}") from None
+
+
+def parse_settings(assignments: Iterable[str], base: Any) -> dict[str, Any]:
+    """Several ``--set`` assignments → overrides (later ones win).
+
+    Chapters: Part III, *Experiments*.
+    """
+    return dict(parse_setting(a, base) for a in assignments)
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``"0,1,2"`` or ``"0-4"`` (inclusive) or a mix → distinct seeds in order.
+
+    Raises:
+        ValueError: for an empty list, a non-integer, a negative seed or a repeated seed.
+
+    Chapters: Part III, *Experiments*.
+    """
+    seeds: list[int] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part[1:]:
+                lo, hi = part.split("-", 1)
+                lo_i, hi_i = int(lo), int(hi)
+                if hi_i < lo_i:
+                    raise ValueError
+                seeds.extend(range(lo_i, hi_i + 1))
+            else:
+                seeds.append(int(part))
+        except ValueError:
+            raise ValueError(f"--seeds: cannot read {part!r} as a seed or a range a-b "
+                             f"(in {text!r})") from None
+    if not seeds:
+        raise ValueError(f"--seeds: no seed in {text!r}; give e.g. 0,1,2 or 0-2")
+    if min(seeds) < 0:
+        raise ValueError(f"--seeds: seeds must be ≥ 0, got {seeds}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds: repeated seed in {seeds}")
+    return tuple(seeds)
+
+
+def build_parser(prog: str, description: str, parts: Sequence[str] = (),
+                 default_out: str = "results", progress: bool = True) -> argparse.ArgumentParser:
+    """The command line every experiment shares.
+
+    Flags: ``--budget``, ``--device``, ``--seed N`` or ``--seeds 0,1,2``, ``--set KEY=VALUE``
+    (repeatable), ``--parts a,b`` (when ``parts`` is non-empty), ``--out``, ``--data``,
+    ``--progress/--no-progress`` (default ``progress``), ``--no-download``. Read the
+    arguments with :func:`parse_args`, which checks ``--out`` before anything else.
+
+    Chapters: Part III, *Experiments*.
+    """
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument("--budget", choices=budget_choices(), default=None,
+                   help="compute budget (default $EQLIB_BUDGET, else laptop)")
+    p.add_argument("--device", default=None,
+                   help="cpu or cuda (default $EQLIB_DEVICE, else cuda when available)")
+    p.add_argument("--out", default=default_out,
+                   help="folder for the JSON of numbers and the figures (checked first)")
+    seeds = p.add_mutually_exclusive_group()
+    seeds.add_argument("--seed", type=int, default=None, help="one seed (default 0)")
+    seeds.add_argument("--seeds", default=None, metavar="LIST",
+                       help="several seeds, e.g. 0,1,2 or 0-2 (each trains its own networks)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a setting of the budget, e.g. --set epochs=40 (repeatable)")
+    if parts:
+        p.add_argument("--parts", default=",".join(parts),
+                       help=f"comma-separated subset of {','.join(parts)}")
+    p.add_argument("--data", default=None, help="CIFAR-10 folder or archive (default $EQLIB_DATA)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=progress,
+                   help="show training progress")
+    p.add_argument("--no-download", action="store_true",
+                   help="never download CIFAR-10 (default: download it into the cache when it "
+                        "is not found and $EQLIB_DATA is unset)")
+    p.set_defaults(_protocol_parts=tuple(parts))
+    return p
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
+               budgets: Mapping[str, Any]) -> argparse.Namespace:
+    """Parse and check the shared flags, ``--out`` first (a bad folder fails before any work).
+
+    The namespace gains ``out`` (a :class:`~pathlib.Path`), ``budget`` (the resolved name),
+    ``settings`` (the budget's settings with the ``--set`` overrides), ``overrides``,
+    ``seeds`` (a tuple; ``seed`` is its first), ``parts`` (a tuple) and ``download``
+    (False with ``--no-download``, else None). Errors exit through ``parser.error``.
+
+    Chapters: Part III, *Experiments*.
+    """
+    args = parser.parse_args(argv)
+    try:  # before any work: a bad --out must not fail after the training
+        args.out = writable_folder(args.out)
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
+        args.budget = select_budget(args.budget)
+        base = settings(budgets, args.budget)
+        args.overrides = parse_settings(args.set, base)
+        args.settings = settings(budgets, args.budget, **args.overrides)
+        args.seeds = parse_seeds(args.seeds) if args.seeds is not None else (
+            (args.seed if args.seed is not None else 0),)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.seeds[0] < 0:
+        parser.error(f"--seed must be ≥ 0, got {args.seeds[0]}")
+    args.seed = args.seeds[0]
+    known = args._protocol_parts
+    if known:
+        args.parts = tuple(x.strip() for x in args.parts.split(",") if x.strip())
+        unknown = set(args.parts) - set(known)
+        if unknown or not args.parts:
+            parser.error(f"--parts: unknown or empty {sorted(unknown)}; choose from {','.join(known)}")
+    else:
+        args.parts = ()
+    args.download = False if args.no_download else None
+    return args
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> Path:
+    """Write ``obj`` as indented JSON to ``path`` atomically (:func:`eqlib.io.atomic_write`):
+    a crash leaves the old file or none, never half a file. Numpy/torch scalars are
+    written as floats.
+
+    Chapters: Part III, *Experiments*.
+    """
+    text = json.dumps(obj, indent=1, default=float)
+    return atomic_write(path, lambda f: f.write(text.encode()))
+
+
+def load_json(path: str | os.PathLike, required: Sequence[str] = ("settings",)) -> dict[str, Any]:
+    """Read a results JSON written by an experiment.
+
+    Raises:
+        FileNotFoundError: naming the path and how to make the file.
+        ValueError: when the file is not JSON or lacks one of ``required`` keys.
+
+    Chapters: Part III, *Experiments*.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no results file {str(path)!r}; run the experiment's command "
+                                "line with --out pointing at its folder")
+    try:
+        record = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{str(path)!r} is not a results JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{str(path)!r} is not a results JSON (top level is "
+                         f"{type(record).__name__})")
+    missing = [k for k in required if k not in record]
+    if missing:
+        raise ValueError(f"{str(path)!r} lacks {missing}; was it written by this experiment?")
+    return record
+
+
+def numbers_differ(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0,
+                   path: str = "") -> list[str]:
+    """The places where two JSON-like trees differ (numbers within ``rtol``/``atol`` agree;
+    NaN equals NaN). An empty list means they agree.
+
+    Chapters: Part III, *Experiments*.
+    """
+    if isinstance(a, bool) or isinstance(b, bool):
+        return [] if a == b else [f"{path or '.'}: {a!r} != {b!r}"]
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if math.isnan(a) and math.isnan(b):
+            return []
+        return [] if math.isclose(a, b, rel_tol=rtol, abs_tol=atol) else [
+            f"{path or '.'}: {a!r} != {b!r}"]
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        out = [f"{path}.{k}: only in the first" for k in a if k not in b]
+        out += [f"{path}.{k}: only in the second" for k in b if k not in a]
+        for k in a:
+            if k in b:
+                out += numbers_differ(a[k], b[k], rtol, atol, f"{path}.{k}")
+        return out
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return [f"{path or '.'}: lengths {len(a)} != {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b))
+                for d in numbers_differ(x, y, rtol, atol, f"{path}[{i}]")]
+    return [] if a == b else [f"{path or '.'}: {a!r} != {b!r}"]
+
+
+def check_recorded(record: Mapping[str, Any], budget_settings: Any,
+                   allowed_changes: Iterable[str] = (), required: Sequence[str] = ()) -> None:
+    """Assert that a recorded run was made with ``budget_settings`` (a settings dataclass)
+    up to the fields in ``allowed_changes``, and holds the keys ``required``.
+
+    Every experiment's test calls this on its recorded JSONs, so that changing a budget
+    without recording again fails the tests.
+
+    Raises:
+        AssertionError: listing the settings that differ (and the missing keys).
+
+    Chapters: Part III, *Experiments*.
+    """
+    expected = settings_dict(budget_settings)
+    got = record.get("settings")
+    if not isinstance(got, Mapping):
+        raise AssertionError("the record has no 'settings' dict")
+    allowed = set(allowed_changes)
+    diffs = [d for k in set(expected) | set(got) if k not in allowed
+             for d in numbers_differ(got.get(k, "<missing>"), expected.get(k, "<missing>"),
+                                     path=f"settings.{k}")]
+    missing = [k for k in required if k not in record]
+    if diffs or missing:
+        raise AssertionError(
+            "the recorded run does not match the current budget "
+            f"(record it again): differences {sorted(diffs)}; missing keys {missing}")
