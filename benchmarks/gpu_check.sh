@@ -50,7 +50,7 @@ tar czf "$out/cifar_mlp_figures.tgz" -C "$results" .
 
 gcnn=$(mktemp -d)
 step "gcnn_barrier $budget" "$out/gcnn_barrier.log" timeout "${GCNN_TIMEOUT:-270}" "$py" -m eqlib.experiments.gcnn_barrier \
-  --budget "$budget" --device "$device" --out "$gcnn" --no-progress --no-figures
+  --budget "$budget" --device "$device" --out "$gcnn" --no-progress --parts barriers
 if [ -f "$gcnn/gcnn_barrier_$budget.json" ]; then
   cp "$gcnn/gcnn_barrier_$budget.json" "$out/"
   cp "$gcnn/gcnn_barrier_$budget.json" "book/part3/recorded/gcnn_barrier_$budget.json"

@@ -23,13 +23,14 @@ assignment has ties.
 CLI::
 
     python -m eqlib.experiments.gcnn_barrier --budget laptop --device cpu --seeds 0,1,2 --out results/
+    python -m eqlib.experiments.gcnn_barrier --budget full --device cpu --seeds 0,1 \\
+        --set widths=0.0625 --set n_train=256 --set epochs=1 --parts barriers --out /tmp/tiny  # smoke test
     python -m eqlib.experiments.gcnn_barrier --budget full --device cuda --out results/   # a GPU
 
 Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import hashlib
@@ -53,12 +54,12 @@ from ..matching import (apply_permutation, interpolate, involution_distance, mat
                         reset_bn)
 from ..models.cnn import VGG, MirrorGCNN, conv_layers, flip_filters, mirror_invariance_error
 from ..train import TrainConfig, cached_train, evaluate_accuracy, prepare_images
-from . import html_table, writable_folder
+from . import html_table, protocol
 
 __all__ = ["VARIANTS", "BarrierBudget", "BUDGETS", "MergeData", "load_merge_data", "build_network",
            "train_config", "train_networks", "gcnn_barrier", "merge_barrier", "interpolation_curve",
            "summarize", "summary_table", "summary_table_html", "run_experiment", "main",
-           "filter_distance", "gcnn_filter_distance", "network_seeds", "apply_overrides"]
+           "filter_distance", "gcnn_filter_distance", "network_seeds", "apply_overrides", "PARTS"]
 
 #: The training variants (plain, mirror augmentation, augmentation + invariance loss, mirror-GCNN).
 VARIANTS = ("plain", "mirror", "invariance", "gcnn")
@@ -662,66 +663,38 @@ def _figures(results: dict[str, Any], networks, out: Path) -> list[str]:
     return paths
 
 
-def _parse_value(name: str, text: str, current: Any) -> Any:
-    if isinstance(current, bool):
-        if text.lower() not in ("true", "false", "1", "0"):
-            raise ValueError(f"--set {name}: expected true or false, got {text!r}")
-        return text.lower() in ("true", "1")
-    if isinstance(current, tuple):
-        items = [t for t in text.split(",") if t.strip()]
-        if name == "config":
-            return tuple(t.strip() if t.strip() == "M" else int(t) for t in items)
-        kind = str if name in ("variants", "extra_variants") else (int if name == "seeds" else float)
-        return tuple(kind(t.strip()) for t in items)
-    if isinstance(current, int):
-        return int(text)
-    if isinstance(current, float):
-        return float(text)
-    return text
+#: what the CLI's ``--parts`` can select: the barrier measurements (always needed) and the figures
+PARTS = ("barriers", "figures")
 
 
 def apply_overrides(b: BarrierBudget, settings: Sequence[str]) -> BarrierBudget:
-    """``b`` with ``--set`` overrides ``"field=value"`` applied (tuples comma-separated, e.g.
-    ``config=4,M,8,M``, ``widths=1.0``, ``variants=plain,gcnn``).
+    """``b`` with ``--set`` overrides ``"field=value"`` applied, typed like the field
+    (:func:`eqlib.experiments.protocol.parse_setting`; tuples comma-separated, e.g.
+    ``widths=0.0625``, ``variants=plain,gcnn``, ``seeds=3,4,5``).
 
     Raises:
-        ValueError: naming the setting, for an unknown field or a value of the wrong type.
+        ValueError: naming the setting, for an unknown field, a value of the wrong type or
+            an unknown variant.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
-    fields = asdict(b)
-    changes = {}
-    for item in settings:
-        name, sep, text = item.partition("=")
-        name = name.strip()
-        if not sep or name not in fields:
-            raise ValueError(f"--set expects FIELD=VALUE with FIELD one of {sorted(fields)}, got {item!r}")
-        try:
-            changes[name] = _parse_value(name, text.strip(), getattr(b, name))
-        except ValueError as exc:
-            raise ValueError(f"--set {item!r}: {exc}") from None
-    unknown = [v for v in changes.get("variants", ()) + changes.get("extra_variants", ()) if v not in VARIANTS]
+    changes = protocol.parse_settings(settings, b)
+    unknown = [v for v in tuple(changes.get("variants", ())) + tuple(changes.get("extra_variants", ()))
+               if v not in VARIANTS]
     if unknown:
         raise ValueError(f"--set: unknown variants {unknown}; choose from {VARIANTS}")
     return replace(b, **changes)
 
 
-def _seed_list(text: str) -> tuple[int, ...]:
-    try:
-        seeds = tuple(int(t) for t in text.split(",") if t.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--seeds expects comma-separated integers, got {text!r}") from None
-    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
-        raise argparse.ArgumentTypeError(f"--seeds expects distinct integers >= 0, got {text!r}")
-    return seeds
-
-
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """CLI: ``python -m eqlib.experiments.gcnn_barrier --budget laptop|full --device cpu|cuda
-    [--seeds 0,1,2] [--set FIELD=VALUE ...] --out results/``.
+    [--seeds 0,1,2 | --seed N] [--set FIELD=VALUE ...] [--parts barriers,figures] --out results/``,
+    the flags of :mod:`eqlib.experiments.protocol`.
 
-    Writes ``gcnn_barrier_<budget>.json`` (every number, the command that made it and the
-    package versions) and PNG figures into ``--out``, atomically.
+    Without ``--seed``/``--seeds`` every cell has the budget's networks (seeds
+    ``0 .. networks − 1``). Writes ``gcnn_barrier_<budget>.json`` atomically (every number,
+    ``settings``, the command that made it and the package versions) and, with the part
+    ``figures``, PNG figures into ``--out``.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
@@ -729,48 +702,32 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     import shlex
     import sys
 
-    parser = argparse.ArgumentParser(prog="python -m eqlib.experiments.gcnn_barrier", description=__doc__.split("\n")[0])
-    parser.add_argument("--budget", choices=budget_choices(), default=None, help="default: $EQLIB_BUDGET or laptop")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: $EQLIB_DEVICE or cuda when available)")
-    seeds = parser.add_mutually_exclusive_group()
-    seeds.add_argument("--seeds", type=_seed_list, default=None,
-                       help="the networks' seeds per cell, comma-separated (default: 0..networks-1)")
-    seeds.add_argument("--seed", type=int, default=None, help="a single network per cell (no two-network pairs)")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override a BarrierBudget field, e.g. --set epochs=1 --set config=4,M,8,M")
-    parser.add_argument("--out", default="results", help="output folder")
-    parser.add_argument("--data", default=None, help="CIFAR-10 location (default: $EQLIB_DATA)")
-    parser.add_argument("--no-download", action="store_true",
-                        help="never download CIFAR-10 (default: download it into the cache "
-                             "when it is not found and $EQLIB_DATA is unset)")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=False,
-                        help="show training progress bars")
-    parser.add_argument("--no-figures", action="store_true", help="write the JSON only")
-    args = parser.parse_args(argv)
-    name = select_budget(args.budget)
+    argv_list = list(sys.argv[1:] if argv is None else argv)
+    parser = protocol.build_parser("python -m eqlib.experiments.gcnn_barrier", __doc__.split("\n")[0],
+                                   parts=PARTS, progress=False)
+    args = protocol.parse_args(parser, argv_list, BUDGETS)
+    if "barriers" not in args.parts:
+        parser.error("--parts must include 'barriers' (the figures are drawn from them)")
+    seeds_given = any(a.split("=")[0] in ("--seed", "--seeds") for a in argv_list)
     try:
-        out = writable_folder(args.out)
-    except ValueError as exc:
-        parser.error(str(exc))
-    try:
-        b = apply_overrides(BUDGETS[name], args.set)
-        if args.seeds is not None or args.seed is not None:
-            b = replace(b, seeds=args.seeds if args.seeds is not None else (args.seed,))
+        b = apply_overrides(BUDGETS[args.budget], args.set)
+        if seeds_given:
+            b = replace(b, seeds=tuple(args.seeds))
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
-    data = load_merge_data(b, args.data, download=False if args.no_download else None)
+    name, out = args.budget, args.out
+    data = load_merge_data(b, args.data, download=args.download)
     networks = train_networks(b, data[0], device=default_device(args.device), progress=args.progress)
     results = run_experiment(b, device=args.device, networks=networks, data=data)
     results["budget_name"] = name
+    results["settings"] = protocol.settings_dict(b)
     results["seeds"] = list(network_seeds(b))
     results["overrides"] = list(args.set)
-    results["command"] = "python -m eqlib.experiments.gcnn_barrier " + shlex.join(
-        sys.argv[1:] if argv is None else list(argv))
+    results["command"] = "python -m eqlib.experiments.gcnn_barrier " + shlex.join(argv_list)
     results["versions"] = {"python": platform.python_version(), "torch": torch.__version__,
                            "machine": platform.machine()}
-    results["figures"] = [] if args.no_figures else _figures(results, networks, out)
-    text = json.dumps(results, indent=1)
-    atomic_write(out / f"gcnn_barrier_{name}.json", lambda f: f.write(text.encode()))
+    results["figures"] = _figures(results, networks, out) if "figures" in args.parts else []
+    path = protocol.write_json(out / f"gcnn_barrier_{name}.json", results)
     for key, cell in results["cells"].items():
         s = cell["summary"]
         line = f"{key:16s} self-flip barrier (BN reset) {s['self_flip']['barrier_reset']['mean']:6.2f}"
@@ -778,8 +735,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             line += f"   two-network {s['two_network']['barrier_reset']['mean']:6.2f}"
         print(line)
     print("claims:", json.dumps(results["claims"], indent=1))
-    print(f"wrote {out / f'gcnn_barrier_{name}.json'} and {len(results['figures'])} figures "
-          f"in {results['seconds']:.0f} s (plus training)")
+    print(f"wrote {path} and {len(results['figures'])} figures in {results['seconds']:.0f} s (plus training)")
     return results
 
 

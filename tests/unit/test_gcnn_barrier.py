@@ -81,7 +81,7 @@ def test_variants_and_errors():
     with pytest.raises(ValueError, match="unknown variant"):
         gb.build_network("resnet", 1.0, 0, b)
     with pytest.raises(SystemExit):
-        gb.main(["--budget", "huge"])
+        gb.main(["--budget", "huge", "--out", "/tmp/eqlib-test-gcnn-unused"])
 
 
 def test_cli_checks_out_is_writable_before_any_work(monkeypatch, tmp_path, capsys):
@@ -154,11 +154,11 @@ def test_seeds_and_overrides():
     b = gb.BUDGETS["laptop"]
     assert gb.network_seeds(b) == (0, 1, 2)
     assert gb.network_seeds(gb.replace(b, seeds=(3, 5))) == (3, 5)
-    tiny = gb.apply_overrides(b, ["config=4,M,8,M", "widths=1.0", "variants=plain,gcnn", "epochs=1",
-                                  "amp=bf16", "channels_last=true"])
-    assert tiny.config == (4, "M", 8, "M") and tiny.variants == ("plain", "gcnn") and tiny.epochs == 1
-    assert tiny.amp == "bf16" and tiny.channels_last is True
-    with pytest.raises(ValueError, match="FIELD"):
+    tiny = gb.apply_overrides(gb.BUDGETS["full"], ["widths=0.0625", "variants=plain,gcnn", "epochs=1",
+                                                   "amp=bf16", "channels_last=true", "seeds=3,4"])
+    assert tiny.widths == (0.0625,) and tiny.variants == ("plain", "gcnn") and tiny.epochs == 1
+    assert tiny.amp == "bf16" and tiny.channels_last is True and gb.network_seeds(tiny) == (3, 4)
+    with pytest.raises(ValueError, match="colour"):
         gb.apply_overrides(b, ["colour=red"])
     with pytest.raises(ValueError, match="unknown variants"):
         gb.apply_overrides(b, ["variants=resnet"])
@@ -166,8 +166,28 @@ def test_seeds_and_overrides():
         gb.apply_overrides(b, ["amp=fp8"])
     with pytest.raises(ValueError, match="seeds"):
         gb.replace(b, seeds=(1, 1))
-    with pytest.raises(SystemExit):
-        gb.main(["--seeds", "a,b"])
+    for bad in (["--seeds", "a,b"], ["--parts", "figures"], ["--set", "epochs=many"]):
+        with pytest.raises(SystemExit):
+            gb.main(bad + ["--out", "/tmp/eqlib-test-gcnn-unused"])
+
+
+def test_cli_tiny_full_budget_with_bf16_and_channels_last(tmp_path):
+    """The GPU code path (bf16 autocast, channels-last, the full budget's VGG11) at a tiny size on the CPU."""
+    import os
+    from pathlib import Path
+    root = os.environ.get("EQLIB_DATA")
+    if not root or not any(Path(root).glob("*cifar*")):
+        pytest.skip("needs CIFAR-10 in $EQLIB_DATA")
+    r = gb.main(["--budget", "full", "--device", "cpu", "--seeds", "0,1", "--no-download", "--parts", "barriers",
+                 "--set", "widths=0.0625", "--set", "n_train=128", "--set", "n_match=32", "--set", "n_test=64",
+                 "--set", "epochs=1", "--set", "batch_size=64", "--set", "variants=plain,gcnn",
+                 "--set", "alphas=0,1", "--no-progress", "--out", str(tmp_path)])
+    assert r["settings"]["amp"] == "bf16" and r["settings"]["channels_last"] is True
+    assert r["seeds"] == [0, 1] and set(r["cells"]) == {"plain@0.0625", "gcnn@0.0625"}
+    g = r["cells"]["gcnn@0.0625"]["self_flip"]
+    assert all(x["barrier"] == 0.0 and abs(x["barrier_reset"]) < 1e-9 for x in g)
+    record = gb.protocol.load_json(tmp_path / "gcnn_barrier_full.json")
+    gb.protocol.check_recorded(record, gb.apply_overrides(gb.BUDGETS["full"], r["overrides"] + ["seeds=0,1"]))
 
 
 def test_results_cache_is_verified_and_optional(tmp_path, monkeypatch):
