@@ -2,6 +2,8 @@
 # One GPU session's checks, in order of importance; each step runs even if an earlier one fails:
 #   1. the gpu-marked tests (tests/unit/test_devices.py and the CUDA data transforms);
 #   2. the CIFAR-10 MLP experiment at the full budget (figures + JSON, tarred into OUT);
+#   2b. the GCNN barrier at the full budget (VGG11, 4 variants x 3 networks; stopped after
+#      GCNN_TIMEOUT s, default 270); its JSON goes to OUT and to book/part3/recorded/;
 #   3. the trainer and latent-action benchmarks on the device;
 #   4. a longer exploration: the ablation retrained on all 50,000 images for the Tanh
 #      autoencoder and classifier (stopped at DEADLINE; its rows are printed as they finish).
@@ -11,7 +13,7 @@
 # Env: DEVICE (default cuda), BUDGET (default full), EQLIB_CACHE (default /tmp/eqlib_cache),
 #      DEADLINE (seconds from the start by which step 4 is stopped; default 420).
 # Runs from the repository root without installing eqlib (PYTHONPATH), so the machine's own
-# torch is used. Writes at most eight files into OUT_DIR.
+# torch is used. Writes at most ten files into OUT_DIR.
 set -uo pipefail
 out=${1:?usage: EQLIB_DATA=... bash benchmarks/gpu_check.sh OUT_DIR}
 device=${DEVICE:-cuda}
@@ -45,6 +47,14 @@ step "cifar_mlp $budget" "$out/cifar_mlp.log" "$py" -m eqlib.experiments.cifar_m
   --device "$device" --out "$results" --no-progress
 cp "$results"/*.json "$out/" 2>/dev/null
 tar czf "$out/cifar_mlp_figures.tgz" -C "$results" .
+
+gcnn=$(mktemp -d)
+step "gcnn_barrier $budget" "$out/gcnn_barrier.log" timeout "${GCNN_TIMEOUT:-270}" "$py" -m eqlib.experiments.gcnn_barrier \
+  --budget "$budget" --device "$device" --out "$gcnn" --no-progress --parts barriers
+if [ -f "$gcnn/gcnn_barrier_$budget.json" ]; then
+  cp "$gcnn/gcnn_barrier_$budget.json" "$out/"
+  cp "$gcnn/gcnn_barrier_$budget.json" "book/part3/recorded/gcnn_barrier_$budget.json"
+fi
 
 step bench_train "$out/bench.log" "$py" benchmarks/bench_train.py --device "$device"
 step bench_latent "$out/bench.log" "$py" benchmarks/bench_latent.py --device "$device"

@@ -10,7 +10,7 @@ import torch
 
 from . import ExerciseError, passed, require
 
-__all__ = ["check_relu_intertwiner", "check_gcnn_projection"]
+__all__ = ["check_relu_intertwiner", "check_gcnn_projection", "check_filter_distance"]
 
 
 def _reference_is_intertwiner(a: torch.Tensor, tol: float = 1e-9) -> bool:
@@ -75,3 +75,46 @@ def check_gcnn_projection(project: Callable[[torch.Tensor, torch.Tensor, torch.T
     require(abs(inner) < 1e-4, f"W − project(W) is not orthogonal to constrained weights (inner product {inner:.3g}); "
             "the orthogonal projection averages W with its transformed copy")
     passed("Correct: averaging W with W[π_out][:, π_in] flipped is the orthogonal projection onto the GCNN constraint.")
+
+
+def check_filter_distance(filter_distance: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], float]) -> None:
+    """Check ``filter_distance(W, pi_out, pi_in)``: the normalised distance
+    ‖W − TW‖ / (‖W‖ + ‖TW‖) of a conv weight W from the mirror-GCNN constraint, with
+    TW = W flipped horizontally, output channels permuted by π_out and input channels by π_in.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    gen = torch.Generator().manual_seed(4)
+    pi_out, pi_in = torch.tensor([1, 0, 3, 2, 4]), torch.tensor([2, 1, 0])
+    w = torch.randn(5, 3, 3, 3, generator=gen)
+    tw = w.flip(-1)[pi_out][:, pi_in]
+    expected = float((w - tw).norm() / (w.norm() + tw.norm()))
+
+    def ask(weight, what):
+        got = filter_distance(weight.clone(), pi_out.clone(), pi_in.clone())
+        try:
+            return float(got)
+        except (TypeError, ValueError):
+            raise ExerciseError(f"filter_distance must return a number, got {type(got).__name__} for {what}") from None
+
+    got = ask(w, "a random weight")
+    unflipped = float((w - w[pi_out][:, pi_in]).norm() / (2 * w.norm()))
+    unpermuted = float((w - w.flip(-1)).norm() / (2 * w.norm()))
+    if abs(got - unflipped) < 1e-5:
+        raise ExerciseError("your distance does not flip the filters: TW is W[..., ::-1] with channels permuted")
+    if abs(got - unpermuted) < 1e-5:
+        raise ExerciseError("your distance does not permute the channels: TW = W.flip(-1)[pi_out][:, pi_in]")
+    gcnn = 0.5 * (w + tw)
+    require(abs(ask(gcnn, "a GCNN filter")) < 1e-5,
+            f"a weight that satisfies the constraint (W = TW) must have distance 0, you returned {ask(gcnn, 'x'):.4g}")
+    anti = w - tw
+    require(abs(ask(anti, "TW = −W") - 1.0) < 1e-5,
+            f"for TW = −W the distance is ‖2W‖ / (2‖W‖) = 1, you returned {ask(anti, 'x'):.4g}; "
+            "divide by ‖W‖ + ‖TW‖")
+    require(abs(got - expected) < 1e-4,
+            f"for a random weight the distance is {expected:.4f}, you returned {got:.4f}")
+    scaled = ask(3.0 * w, "3 W")
+    require(abs(scaled - expected) < 1e-4, f"the distance must not change when W is scaled by 3 (got {scaled:.4f}, "
+            f"expected {expected:.4f}): normalise by ‖W‖ + ‖TW‖")
+    passed(f"Correct: d = ‖W − TW‖ / (‖W‖ + ‖TW‖) = {expected:.3f} for this random weight "
+           "(0 for GCNN filters, 1 for TW = −W).")

@@ -14,20 +14,26 @@ Definition used here (ours; the paper's exact equation is not available to us):
 
 in percentage points of test accuracy, with θ_B the aligned partner (π·flip θ_A for the
 self-flip merge), and the midpoint's normalisation statistics either interpolated,
-re-estimated (BN reset) or REPAIRed. All matching, BN resets and REPAIR use a
+re-estimated (BN reset) or REPAIRed; for the BN-reset and REPAIR barriers the endpoints'
+statistics are re-estimated on the same images too, so all three are measured alike. All matching, BN resets and REPAIR use a
 mirror-symmetric set (training images and their mirrors), which makes the self-flip
 correlation matrices symmetric and so the matched permutations involutions unless the
 assignment has ties.
 
 CLI::
 
-    python -m eqlib.experiments.gcnn_barrier --budget laptop --device cpu --out results/
+    python -m eqlib.experiments.gcnn_barrier --budget laptop --device cpu --seeds 0,1,2 --out results/
+    python -m eqlib.experiments.gcnn_barrier --budget full --device cpu --seeds 0,1 \\
+        --set widths=0.0625 --set n_train=256 --set epochs=1 --parts barriers --out /tmp/tiny  # smoke test
+    python -m eqlib.experiments.gcnn_barrier --budget full --device cuda --out results/   # a GPU
 
 Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
 """
 from __future__ import annotations
 
-import argparse
+import contextlib
+import copy
+import hashlib
 import itertools
 import json
 import time
@@ -43,16 +49,17 @@ from torch import nn
 from ..budget import budget as select_budget
 from ..budget import budget_choices
 from ..device import default_device
-from ..io import atomic_write, cache_dir, config_hash
+from ..io import atomic_write, cache_dir, config_hash, warn_once
 from ..matching import (apply_permutation, interpolate, involution_distance, match_activations, repair,
                         reset_bn)
-from ..models.cnn import VGG, MirrorGCNN, flip_filters, mirror_invariance_error
+from ..models.cnn import VGG, MirrorGCNN, conv_layers, flip_filters, mirror_invariance_error
 from ..train import TrainConfig, cached_train, evaluate_accuracy, prepare_images
-from . import html_table, writable_folder
+from . import html_table, protocol
 
 __all__ = ["VARIANTS", "BarrierBudget", "BUDGETS", "MergeData", "load_merge_data", "build_network",
            "train_config", "train_networks", "gcnn_barrier", "merge_barrier", "interpolation_curve",
-           "summarize", "summary_table", "summary_table_html", "run_experiment", "main"]
+           "summarize", "summary_table", "summary_table_html", "run_experiment", "main",
+           "filter_distance", "gcnn_filter_distance", "network_seeds", "apply_overrides", "PARTS"]
 
 #: The training variants (plain, mirror augmentation, augmentation + invariance loss, mirror-GCNN).
 VARIANTS = ("plain", "mirror", "invariance", "gcnn")
@@ -75,6 +82,9 @@ class BarrierBudget:
         penalty_weight, penalty_start: the invariance loss of the ``"invariance"`` variant.
         fixed_fraction: channels with symmetric filters in the GCNN.
         alphas: points of the interpolation curves.
+        seeds: the networks' seeds (empty: ``0 .. networks − 1``); the CLI's ``--seeds``.
+        amp: ``"bf16"`` trains and evaluates under bfloat16 autocast (GPU speed), ``"none"`` not.
+        channels_last: train in the channels-last memory format (faster convolutions on GPUs).
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
@@ -98,17 +108,43 @@ class BarrierBudget:
     penalty_start: float = 0.5
     fixed_fraction: float = 0.25
     alphas: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    seeds: tuple[int, ...] = ()
+    amp: str = "none"
+    channels_last: bool = False
+
+    def __post_init__(self):
+        if self.amp not in ("none", "bf16"):
+            raise ValueError(f"BarrierBudget.amp must be 'none' or 'bf16', got {self.amp!r}")
+        if not isinstance(self.channels_last, bool):
+            raise TypeError(f"BarrierBudget.channels_last must be a bool, got {self.channels_last!r}")
+        if isinstance(self.networks, bool) or not isinstance(self.networks, int) or self.networks < 1:
+            raise ValueError(f"BarrierBudget.networks must be an int >= 1, got {self.networks!r}")
+        seeds = tuple(self.seeds)
+        if any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in seeds) or len(set(seeds)) != len(seeds):
+            raise ValueError(f"BarrierBudget.seeds must be distinct ints >= 0, got {self.seeds!r}")
+        object.__setattr__(self, "seeds", seeds)
 
 
-#: ``laptop`` (the default): a narrow VGG on a CIFAR-10 subset, minutes on 2 CPU cores; ``full``: VGG11 (REPAIR's recipe, without
-#: the translation augmentation) on the full training set, made for a GPU.
+def network_seeds(b: "BarrierBudget") -> tuple[int, ...]:
+    """The seeds of the networks of every cell: ``b.seeds``, or ``0 .. b.networks − 1`` when empty.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    return b.seeds if b.seeds else tuple(range(b.networks))
+
+
+#: ``laptop`` (the default): a narrow VGG on a CIFAR-10 subset, minutes on 2 CPU cores; ``full``: VGG11 (REPAIR's recipe,
+#: without the translation augmentation, 10 epochs) on the full training set, for a GPU.
 BUDGETS: dict[str, BarrierBudget] = {
     "laptop": BarrierBudget(),
+    # sized so the whole benchmarks/gpu_check.sh fits in 8 minutes on one H200: 4 variants x 3
+    # networks of VGG11 at width 1, 10 epochs each, bf16 autocast and channels-last
     "full": BarrierBudget(config=(64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
-                          widths=(1.0, 0.5), extra_variants=VARIANTS, networks=4, n_train=50000, n_match=5000,
-                          n_test=10000, epochs=30, batch_size=500, lr=0.08, optimizer="sgd", momentum=0.9,
+                          widths=(1.0,), extra_variants=(), networks=3, n_train=50000, n_match=2500,
+                          n_test=10000, epochs=10, batch_size=500, lr=0.08, optimizer="sgd", momentum=0.9,
                           weight_decay=5e-4, schedule="warmup_linear", penalty_weight=10.0,
-                          alphas=tuple(np.round(np.linspace(0, 1, 11), 2).tolist())),
+                          alphas=tuple(np.round(np.linspace(0, 1, 11), 2).tolist()), amp="bf16",
+                          channels_last=True),
 }
 
 
@@ -186,24 +222,39 @@ def train_config(variant: str, seed: int, b: BarrierBudget) -> TrainConfig:
                        momentum=b.momentum, weight_decay=b.weight_decay, schedule=b.schedule, seed=seed, **extra)
 
 
+def _autocast(b: BarrierBudget, device) -> contextlib.AbstractContextManager:
+    if b.amp == "none":
+        return contextlib.nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
+
+
 def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = False
                    ) -> dict[tuple[str, float], list[nn.Module]]:
-    """Train (or load from the cache) ``b.networks`` networks per (variant, width).
+    """Train (or load from the cache) one network per seed of :func:`network_seeds` per (variant, width).
+
+    With ``b.amp == "bf16"`` training runs under bfloat16 autocast, with ``b.channels_last``
+    in the channels-last memory format; both are part of the cache key when on.
 
     Returns:
-        ``{(variant, width): [model, ...]}``, models on the CPU in eval mode; GCNNs are
-        converted to plain VGGs (:meth:`~eqlib.models.MirrorGCNN.to_cnn`) so every tool applies.
+        ``{(variant, width): [model, ...]}``, models on the CPU in eval mode (float32,
+        contiguous); GCNNs are converted to plain VGGs
+        (:meth:`~eqlib.models.MirrorGCNN.to_cnn`) so every tool applies.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
+    dev = default_device(device)
+    fmt = torch.channels_last if b.channels_last else torch.contiguous_format
+    extra = {k: v for k, v in (("amp", b.amp), ("channels_last", b.channels_last)) if v not in ("none", False)}
     out = {}
     for w in b.widths:
         for variant in (b.variants if w == b.widths[0] else b.extra_variants):
             nets = []
-            for s in range(b.networks):
-                res = cached_train(lambda: build_network(variant, w, s, b), train_config(variant, s, b), train_data,
-                                   device=device, progress=progress)
-                m = res.model.cpu().eval()
+            for s in network_seeds(b):
+                with _autocast(b, dev):
+                    res = cached_train(lambda: build_network(variant, w, s, b).to(memory_format=fmt),
+                                       train_config(variant, s, b), train_data, device=dev, progress=progress,
+                                       cache_key_extra=extra or None)
+                m = res.model.cpu().float().to(memory_format=torch.contiguous_format).eval()
                 nets.append(m.to_cnn().eval() if isinstance(m, MirrorGCNN) else m)
             out[(variant, w)] = nets
     return out
@@ -241,6 +292,58 @@ def interpolation_curve(model_a: nn.Module, model_b: nn.Module, data: MergeData,
     return accs
 
 
+def filter_distance(weight: torch.Tensor, pi_out: torch.Tensor, pi_in: torch.Tensor | None = None) -> float:
+    """Normalised distance of a conv weight from the mirror-GCNN constraint of chapter 10.
+
+    With :math:`TW = \\bar W[\\pi_{out}][:, \\pi_{in}]` (flip horizontally, permute output
+    and input channels),
+
+    .. math::
+        d(W) = \\frac{\\lVert W - TW\\rVert}{\\lVert W\\rVert + \\lVert TW\\rVert}
+             = \\frac{\\lVert W - PW\\rVert}{\\lVert W\\rVert}\\in[0, 1],
+
+    where :math:`P = \\tfrac12(1 + T)` is the orthogonal projection onto the constraint
+    (T is an isometry, and an involution when the π's are): 0 exactly on GCNN filters,
+    1 when TW = −W, about :math:`1/\\sqrt2 \\approx 0.71` for W and TW unrelated. Frobenius
+    norms; ``pi_in`` None is the identity (the RGB input).
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    if not isinstance(weight, torch.Tensor) or weight.dim() != 4:
+        raise ValueError(f"weight must be a conv weight (C_out, C_in, k, k), got "
+                         f"{tuple(weight.shape) if isinstance(weight, torch.Tensor) else type(weight).__name__}")
+    pi_in = torch.arange(weight.shape[1]) if pi_in is None else torch.as_tensor(pi_in)
+    pi_out = torch.as_tensor(pi_out)
+    for name, p, n in (("pi_out", pi_out, weight.shape[0]), ("pi_in", pi_in, weight.shape[1])):
+        if p.shape != (n,) or not torch.equal(torch.sort(p).values, torch.arange(n)):
+            raise ValueError(f"{name} must be a permutation of {n} channels, got {p.tolist()}")
+    w = weight.detach().double()
+    tw = w.flip(-1)[pi_out][:, pi_in]
+    den = float(w.norm() + tw.norm())
+    return float((w - tw).norm()) / den if den > 0 else 0.0
+
+
+def gcnn_filter_distance(model: VGG, perms: dict[str, torch.Tensor]) -> dict[str, float]:
+    """:func:`filter_distance` of every conv layer of ``model`` under the matched ``perms``
+    (``{"conv0": π_0, ...}``, the output permutation of each layer; the input permutation
+    of layer i is layer i − 1's).
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    layers = conv_layers(model)
+    if len(layers) != len(perms):
+        raise ValueError(f"perms must hold one permutation per conv layer ({len(layers)}), got {len(perms)}")
+    out, prev = {}, None
+    for layer, (name, p) in zip(layers, perms.items()):
+        out[name] = filter_distance(layer.conv.weight, torch.as_tensor(p), prev)
+        prev = torch.as_tensor(p)
+    return out
+
+
+def _reset_copy(model: nn.Module, data: MergeData) -> nn.Module:
+    return reset_bn(copy.deepcopy(model), data.match)
+
+
 def _merge(model_a: nn.Module, model_b: nn.Module, data: MergeData, alphas: Sequence[float] | None,
            kind: str) -> dict[str, Any]:
     model_a = model_a.to_cnn() if isinstance(model_a, MirrorGCNN) else model_a
@@ -248,7 +351,9 @@ def _merge(model_a: nn.Module, model_b: nn.Module, data: MergeData, alphas: Sequ
     perms, corrs = match_activations(model_a, model_b, data.match, return_correlations=True)
     aligned = apply_permutation(model_b, perms).eval()
     acc_a, acc_b = _acc(model_a, data), _acc(aligned, data)
-    mean = 0.5 * (acc_a + acc_b)
+    # endpoints with their statistics re-estimated on the same images as the midpoint's
+    acc_a_reset, acc_b_reset = _acc(_reset_copy(model_a, data), data), _acc(_reset_copy(aligned, data), data)
+    mean, mean_reset = 0.5 * (acc_a + acc_b), 0.5 * (acc_a_reset + acc_b_reset)
     mid = interpolate(model_a, aligned, 0.5).eval()
     acc_mid = _acc(mid, data)
     inv_mid = _invariance(mid, data)
@@ -262,8 +367,9 @@ def _merge(model_a: nn.Module, model_b: nn.Module, data: MergeData, alphas: Sequ
     report = {
         "kind": kind,
         "acc_a": acc_a, "acc_b": acc_b, "endpoint_mean": mean,
+        "acc_a_reset": acc_a_reset, "acc_b_reset": acc_b_reset, "endpoint_mean_reset": mean_reset,
         "acc_mid": acc_mid, "acc_mid_reset": acc_reset, "acc_mid_repair": acc_repair,
-        "barrier": mean - acc_mid, "barrier_reset": mean - acc_reset, "barrier_repair": mean - acc_repair,
+        "barrier": mean - acc_mid, "barrier_reset": mean_reset - acc_reset, "barrier_repair": mean_reset - acc_repair,
         "involution_distance": inv_dist,
         "involution_distance_mean": float(np.mean(list(inv_dist.values()))),
         "matched_correlation": {k: float(c.diagonal().mean()) for k, c in zip(perms, corrs)},
@@ -271,6 +377,10 @@ def _merge(model_a: nn.Module, model_b: nn.Module, data: MergeData, alphas: Sequ
         "invariance_mid_reset": inv_reset, "invariance_mid_repair": _invariance(rep, data),
         "perms": {k: p.tolist() for k, p in perms.items()},
     }
+    if kind == "self-flip":
+        dist = gcnn_filter_distance(model_a, perms)
+        report["filter_distance"] = dist
+        report["filter_distance_mean"] = float(np.mean(list(dist.values())))
     if alphas is not None:
         report["alphas"] = [float(a) for a in alphas]
         report["curve_reset"] = interpolation_curve(model_a, aligned, data, alphas, "reset")
@@ -282,9 +392,13 @@ def gcnn_barrier(model: nn.Module, data: MergeData, alphas: Sequence[float] | No
 
     Returns a dict (JSON-serialisable) with, in percent / percentage points:
     ``acc_a`` (θ), ``acc_b`` (π·flip θ, i.e. θ on mirrored images), ``endpoint_mean``,
-    ``acc_mid`` / ``acc_mid_reset`` / ``acc_mid_repair`` (midpoint with interpolated
-    statistics, after BN reset, after BN reset + REPAIR), ``barrier`` / ``barrier_reset``
-    / ``barrier_repair`` (endpoint mean minus midpoint); ``involution_distance`` per layer
+    the same after a BN reset of each endpoint (``acc_a_reset``, ``acc_b_reset``,
+    ``endpoint_mean_reset``), ``acc_mid`` / ``acc_mid_reset`` / ``acc_mid_repair`` (midpoint
+    with interpolated statistics, after BN reset, after BN reset + REPAIR), ``barrier``
+    (endpoint mean minus midpoint, both with their own statistics) / ``barrier_reset`` /
+    ``barrier_repair`` (BN-reset endpoint mean minus the BN-reset / REPAIRed midpoint:
+    endpoints and midpoint measured alike); ``filter_distance`` per layer
+    (:func:`gcnn_filter_distance`) and its mean; ``involution_distance`` per layer
     (fraction of channels c with π(π(c)) ≠ c) and its mean; ``matched_correlation`` per
     layer; the mirror-invariance error ‖f(mx) − f(x)‖/‖f(x)‖ on test images of A, B and
     the midpoints; ``perms``; and, given ``alphas``, ``curve_reset`` (accuracy along α
@@ -324,9 +438,15 @@ def summarize(self_flip: Sequence[dict], pairs: Sequence[dict]) -> dict[str, Any
     """
     keys = ("barrier", "barrier_reset", "barrier_repair", "acc_a", "acc_mid_reset", "involution_distance_mean",
             "invariance_a", "invariance_mid_reset")
-    out: dict[str, Any] = {"self_flip": {k: _stats([r[k] for r in self_flip]) for k in keys}}
+    optional = ("acc_a_reset", "endpoint_mean_reset", "filter_distance_mean")
+
+    def block(reports):
+        present = keys + tuple(k for k in optional if all(k in r for r in reports))
+        return {k: _stats([r[k] for r in reports]) for k in present}
+
+    out: dict[str, Any] = {"self_flip": block(self_flip)}
     if pairs:
-        out["two_network"] = {k: _stats([r[k] for r in pairs]) for k in keys}
+        out["two_network"] = block(pairs)
         out["self_flip_below_pairs"] = {
             k: {"all": bool(max(r[k] for r in self_flip) < min(r[k] for r in pairs)),
                 "means": bool(out["self_flip"][k]["mean"] < out["two_network"][k]["mean"])}
@@ -335,7 +455,39 @@ def summarize(self_flip: Sequence[dict], pairs: Sequence[dict]) -> dict[str, Any
 
 
 #: bump when the measurements change, so cached results are recomputed
-_RESULTS_VERSION = 1
+_RESULTS_VERSION = 2
+
+
+def _digest(results: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(results, sort_keys=True).encode()).hexdigest()
+
+
+def _load_cached(path: Path) -> dict[str, Any] | None:
+    """The cached results at ``path`` if present and their sha256 matches, else None (a bad
+    file is removed when possible)."""
+    try:
+        if not path.is_file():
+            return None
+        stored = json.loads(path.read_text())
+        results = stored["results"]
+        if stored.get("sha256") == _digest(results):
+            return results
+        warn_once(f"gcnn-cache-bad:{path}", f"cached results {path} fail their sha256 check; recomputing")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        warn_once(f"gcnn-cache-unreadable:{path}", f"cached results {path} are unreadable ({exc}); recomputing")
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+    return None
+
+
+def _store_cached(path: Path, results: dict[str, Any]) -> None:
+    """Write ``results`` with their sha256, atomically; a read-only or full cache only warns."""
+    text = json.dumps({"sha256": _digest(results), "results": results})
+    try:
+        atomic_write(path, lambda f: f.write(text.encode()))
+    except OSError as exc:
+        warn_once("gcnn-cache-write", f"could not cache the GCNN-barrier results at {path} ({exc}); "
+                  "they will be recomputed next time")
 
 
 def _fingerprint(networks, data) -> str:
@@ -380,14 +532,17 @@ def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_
         networks = train_networks(b, train_data, device=dev, progress=progress)
     key = config_hash({"budget": asdict(b), "curves": curves, "version": _RESULTS_VERSION,
                        "inputs": _fingerprint(networks, data)})
-    path = cache_dir("results") / f"gcnn_barrier-{key}.json"
-    if cache and path.exists():
+    path = None
+    if cache:
         try:
-            results = json.loads(path.read_text())
+            path = cache_dir("results") / f"gcnn_barrier-{key}.json"
+        except OSError as exc:
+            warn_once("gcnn-cache-dir", f"no results cache ({exc}); computing without one")
+    if path is not None:
+        results = _load_cached(path)
+        if results is not None:
             results["from_cache"] = True
             return results
-        except (json.JSONDecodeError, OSError):
-            path.unlink(missing_ok=True)
     cells = {}
     for (variant, w), nets in networks.items():
         nets = [n.to(dev).eval() for n in nets]
@@ -428,49 +583,61 @@ def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_
         "barrier = mean of the endpoints' test accuracies minus the midpoint's, in percentage points "
         "(our definition)"), "main_width": main_w, "cells": cells, "claims": claims,
         "seconds": time.perf_counter() - t0, "from_cache": False}
-    if cache:
-        text = json.dumps(results)
-        atomic_write(path, lambda f: f.write(text.encode()))
+    if path is not None:
+        _store_cached(path, results)
     return results
 
 
 _KINDS = ("barrier", "barrier_reset", "barrier_repair")
 
 
-def summary_table(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def summary_table(results: dict[str, Any], spread: str = "std") -> tuple[list[str], list[list[str]]]:
     """The main table of :func:`run_experiment`'s results: one row per "variant@width" with
     test accuracy, GCNN and two-network barriers (interpolated statistics / BN reset /
-    REPAIR, mean ± std in ppt), the matched permutations' distance from an involution and
+    REPAIR, in ppt), the normalised filter distance from the GCNN constraint
+    (:func:`gcnn_filter_distance`), the matched permutations' distance from an involution and
     the invariance error of the network and of its self-flip midpoint.
+
+    Args:
+        spread: ``"std"`` writes mean ± sample standard deviation, ``"range"`` writes
+            mean [min, max] over the networks (pairs).
 
     Returns:
         ``(header, rows)`` of strings; :func:`summary_table_html` renders them.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
+    if spread not in ("std", "range"):
+        raise ValueError(f"spread must be 'std' or 'range', got {spread!r}")
+
     def fmt(s):
-        return f"{s['mean']:.1f} ± {s['std']:.1f}"
+        if spread == "std":
+            return f"{s['mean']:.1f} ± {s['std']:.1f}"
+        return f"{s['mean']:.1f} [{s['min']:.1f}, {s['max']:.1f}]"
 
     header = ["variant @ width", "test acc. (%)", "GCNN barrier: interp. / BN reset / REPAIR",
-              "two-network: interp. / BN reset / REPAIR", "π distance from involution",
-              "invariance error θ → midpoint"]
+              "two-network: interp. / BN reset / REPAIR", "filter distance d",
+              "π distance from involution", "invariance error θ → midpoint"]
     rows = []
     for key, cell in results["cells"].items():
         s = cell["summary"]
         sf, tn = s["self_flip"], s.get("two_network")
+        fd = sf.get("filter_distance_mean")
         rows.append([key, fmt(sf["acc_a"]), " / ".join(fmt(sf[k]) for k in _KINDS),
                      " / ".join(fmt(tn[k]) for k in _KINDS) if tn else "–",
+                     (f"{fd['mean']:.2f}" + (f" [{fd['min']:.2f}, {fd['max']:.2f}]" if spread == "range" else ""))
+                     if fd else "–",
                      f"{sf['involution_distance_mean']['mean']:.3f}",
                      f"{sf['invariance_a']['mean']:.3f} → {sf['invariance_mid_reset']['mean']:.1e}"])
     return header, rows
 
 
-def summary_table_html(results: dict[str, Any]) -> str:
+def summary_table_html(results: dict[str, Any], spread: str = "std") -> str:
     """:func:`summary_table` as an HTML ``<table>`` (display it with ``IPython.display.HTML``).
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
-    header, rows = summary_table(results)
+    header, rows = summary_table(results, spread)
     return html_table(header, rows)
 
 
@@ -496,36 +663,71 @@ def _figures(results: dict[str, Any], networks, out: Path) -> list[str]:
     return paths
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """CLI: ``python -m eqlib.experiments.gcnn_barrier --budget laptop|full --device cpu|cuda --out results/``.
+#: what the CLI's ``--parts`` can select: the barrier measurements (always needed) and the figures
+PARTS = ("barriers", "figures")
 
-    Writes ``gcnn_barrier_<budget>.json`` (every number) and PNG figures into ``--out``.
+
+def apply_overrides(b: BarrierBudget, settings: Sequence[str]) -> BarrierBudget:
+    """``b`` with ``--set`` overrides ``"field=value"`` applied, typed like the field
+    (:func:`eqlib.experiments.protocol.parse_setting`; tuples comma-separated, e.g.
+    ``widths=0.0625``, ``variants=plain,gcnn``, ``seeds=3,4,5``).
+
+    Raises:
+        ValueError: naming the setting, for an unknown field, a value of the wrong type or
+            an unknown variant.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
-    parser = argparse.ArgumentParser(prog="python -m eqlib.experiments.gcnn_barrier", description=__doc__.split("\n")[0])
-    parser.add_argument("--budget", choices=budget_choices(), default=None, help="default: $EQLIB_BUDGET or laptop")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: $EQLIB_DEVICE or cuda when available)")
-    parser.add_argument("--out", default="results", help="output folder")
-    parser.add_argument("--data", default=None, help="CIFAR-10 location (default: $EQLIB_DATA)")
-    parser.add_argument("--no-download", action="store_true",
-                        help="never download CIFAR-10 (default: download it into the cache "
-                             "when it is not found and $EQLIB_DATA is unset)")
-    parser.add_argument("--progress", action="store_true", help="show training progress bars")
-    args = parser.parse_args(argv)
-    name = select_budget(args.budget)
+    changes = protocol.parse_settings(settings, b)
+    unknown = [v for v in tuple(changes.get("variants", ())) + tuple(changes.get("extra_variants", ()))
+               if v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"--set: unknown variants {unknown}; choose from {VARIANTS}")
+    return replace(b, **changes)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """CLI: ``python -m eqlib.experiments.gcnn_barrier --budget laptop|full --device cpu|cuda
+    [--seeds 0,1,2 | --seed N] [--set FIELD=VALUE ...] [--parts barriers,figures] --out results/``,
+    the flags of :mod:`eqlib.experiments.protocol`.
+
+    Without ``--seed``/``--seeds`` every cell has the budget's networks (seeds
+    ``0 .. networks − 1``). Writes ``gcnn_barrier_<budget>.json`` atomically (every number,
+    ``settings``, the command that made it and the package versions) and, with the part
+    ``figures``, PNG figures into ``--out``.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    import platform
+    import shlex
+    import sys
+
+    argv_list = list(sys.argv[1:] if argv is None else argv)
+    parser = protocol.build_parser("python -m eqlib.experiments.gcnn_barrier", __doc__.split("\n")[0],
+                                   parts=PARTS, progress=False)
+    args = protocol.parse_args(parser, argv_list, BUDGETS)
+    if "barriers" not in args.parts:
+        parser.error("--parts must include 'barriers' (the figures are drawn from them)")
+    seeds_given = any(a.split("=")[0] in ("--seed", "--seeds") for a in argv_list)
     try:
-        out = writable_folder(args.out)
-    except ValueError as exc:
+        b = apply_overrides(BUDGETS[args.budget], args.set)
+        if seeds_given:
+            b = replace(b, seeds=tuple(args.seeds))
+    except (ValueError, TypeError) as exc:
         parser.error(str(exc))
-    b = BUDGETS[name]
-    data = load_merge_data(b, args.data, download=False if args.no_download else None)
+    name, out = args.budget, args.out
+    data = load_merge_data(b, args.data, download=args.download)
     networks = train_networks(b, data[0], device=default_device(args.device), progress=args.progress)
     results = run_experiment(b, device=args.device, networks=networks, data=data)
     results["budget_name"] = name
-    results["figures"] = _figures(results, networks, out)
-    text = json.dumps(results, indent=1)
-    atomic_write(out / f"gcnn_barrier_{name}.json", lambda f: f.write(text.encode()))
+    results["settings"] = protocol.settings_dict(b)
+    results["seeds"] = list(network_seeds(b))
+    results["overrides"] = list(args.set)
+    results["command"] = "python -m eqlib.experiments.gcnn_barrier " + shlex.join(argv_list)
+    results["versions"] = {"python": platform.python_version(), "torch": torch.__version__,
+                           "machine": platform.machine()}
+    results["figures"] = _figures(results, networks, out) if "figures" in args.parts else []
+    path = protocol.write_json(out / f"gcnn_barrier_{name}.json", results)
     for key, cell in results["cells"].items():
         s = cell["summary"]
         line = f"{key:16s} self-flip barrier (BN reset) {s['self_flip']['barrier_reset']['mean']:6.2f}"
@@ -533,8 +735,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             line += f"   two-network {s['two_network']['barrier_reset']['mean']:6.2f}"
         print(line)
     print("claims:", json.dumps(results["claims"], indent=1))
-    print(f"wrote {out / f'gcnn_barrier_{name}.json'} and {len(results['figures'])} figures "
-          f"in {results['seconds']:.0f} s (plus training)")
+    print(f"wrote {path} and {len(results['figures'])} figures in {results['seconds']:.0f} s (plus training)")
     return results
 
 

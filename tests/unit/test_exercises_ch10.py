@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch10 import check_gcnn_projection, check_relu_intertwiner
+from eqlib.exercises.ch10 import (check_filter_distance, check_gcnn_projection,
+                                  check_relu_intertwiner)
 
 
 def right_intertwiner(a):
@@ -24,3 +25,20 @@ def test_gcnn_projection_checker():
         check_gcnn_projection(lambda w, po, pi: 0.5 * (w + w.flip(-1)))
     with pytest.raises(ExerciseError, match="shape"):
         check_gcnn_projection(lambda w, po, pi: w[:, :2])
+
+
+def _distance(W, pi_out, pi_in):
+    tw = W.flip(-1)[pi_out][:, pi_in]
+    return float((W - tw).norm() / (W.norm() + tw.norm()))
+
+
+def test_filter_distance_right_and_wrong():
+    assert check_filter_distance(_distance) is None
+    with pytest.raises(ExerciseError, match="does not flip"):
+        check_filter_distance(lambda W, po, pi: float((W - W[po][:, pi]).norm() / (2 * W.norm())))
+    with pytest.raises(ExerciseError, match="does not permute"):
+        check_filter_distance(lambda W, po, pi: float((W - W.flip(-1)).norm() / (2 * W.norm())))
+    with pytest.raises(ExerciseError, match="divide by"):
+        check_filter_distance(lambda W, po, pi: float((W - W.flip(-1)[po][:, pi]).norm() / W.norm()))
+    with pytest.raises(ExerciseError, match="number"):
+        check_filter_distance(lambda W, po, pi: "small")

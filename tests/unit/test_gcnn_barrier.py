@@ -51,8 +51,9 @@ def test_self_flip_midpoint_is_invariant_when_matches_are_involutions(data):
         (net(gb.prepare_images(data.test_images).flip(-1)).argmax(1) == data.test_labels).float().mean()))
     if r["involution_distance_mean"] == 0.0:
         assert r["invariance_mid"] < 1e-4 and r["invariance_mid_reset"] < 1e-4 and r["invariance_mid_repair"] < 1e-4
-    for key in ("barrier", "barrier_reset", "barrier_repair"):
-        assert r[key] == pytest.approx(r["endpoint_mean"] - r[key.replace("barrier", "acc_mid")])
+    assert r["barrier"] == pytest.approx(r["endpoint_mean"] - r["acc_mid"])
+    for key in ("barrier_reset", "barrier_repair"):  # endpoints reset like the midpoint
+        assert r[key] == pytest.approx(r["endpoint_mean_reset"] - r[key.replace("barrier", "acc_mid")])
 
 
 def test_merging_a_network_with_a_permuted_copy_has_no_barrier(data):
@@ -80,7 +81,7 @@ def test_variants_and_errors():
     with pytest.raises(ValueError, match="unknown variant"):
         gb.build_network("resnet", 1.0, 0, b)
     with pytest.raises(SystemExit):
-        gb.main(["--budget", "huge"])
+        gb.main(["--budget", "huge", "--out", "/tmp/eqlib-test-gcnn-unused"])
 
 
 def test_cli_checks_out_is_writable_before_any_work(monkeypatch, tmp_path, capsys):
@@ -107,3 +108,115 @@ def test_summary_table_is_an_html_table():
     with pytest.raises(ValueError, match="cells"):
         from eqlib.experiments import html_table
         html_table(["a", "b"], [["only one"]])
+
+
+def test_endpoints_are_bn_reset_like_the_midpoint(data):
+    net = _warm(VGG(CFG, seed=5))
+    r = gb.gcnn_barrier(net, data)
+    assert r["endpoint_mean_reset"] == pytest.approx(0.5 * (r["acc_a_reset"] + r["acc_b_reset"]))
+    assert r["barrier_reset"] == pytest.approx(r["endpoint_mean_reset"] - r["acc_mid_reset"])
+    assert r["barrier_repair"] == pytest.approx(r["endpoint_mean_reset"] - r["acc_mid_repair"])
+    # a GCNN is its own midpoint: with the endpoints reset alike, every barrier is exactly 0
+    g = gb.gcnn_barrier(_warm(MirrorGCNN(CFG, seed=6)), data)
+    assert g["barrier"] == 0.0 and g["barrier_reset"] == pytest.approx(0.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_filter_distance_is_the_relative_distance_to_the_projection(seed):
+    gen = torch.Generator().manual_seed(seed)
+    w = torch.randn(6, 4, 3, 3, generator=gen, dtype=torch.float64)
+    pi_out, pi_in = torch.tensor([1, 0, 3, 2, 4, 5]), torch.tensor([1, 0, 2, 3])
+    tw = w.flip(-1)[pi_out][:, pi_in]
+    proj = 0.5 * (w + tw)
+    d = gb.filter_distance(w, pi_out, pi_in)
+    assert d == pytest.approx(float((w - proj).norm() / w.norm()), rel=1e-9)
+    assert 0.0 <= d <= 1.0
+    assert gb.filter_distance(proj, pi_out, pi_in) == pytest.approx(0.0, abs=1e-12)  # a GCNN filter
+    assert gb.filter_distance(w - tw, pi_out, pi_in) == pytest.approx(1.0)  # T W = −W
+    # unrelated filters: about 1/sqrt(2)
+    big = torch.randn(256, 64, 3, 3, generator=gen)
+    assert gb.filter_distance(big, torch.randperm(256, generator=gen)) == pytest.approx(2 ** -0.5, abs=0.02)
+    with pytest.raises(ValueError, match="pi_out"):
+        gb.filter_distance(w, torch.tensor([0, 0, 1, 2, 3, 4]), pi_in)
+    with pytest.raises(ValueError, match="weight"):
+        gb.filter_distance(torch.zeros(3, 3), pi_out)
+
+
+def test_gcnn_filter_distance_vanishes_on_a_gcnn(data):
+    gcnn = _warm(MirrorGCNN(CFG, seed=1))
+    r = gb.gcnn_barrier(gcnn, data)
+    assert r["filter_distance_mean"] == pytest.approx(0.0, abs=1e-6)
+    net = _warm(VGG(CFG, seed=2))
+    assert gb.gcnn_barrier(net, data)["filter_distance_mean"] > 0.1
+
+
+def test_seeds_and_overrides():
+    b = gb.BUDGETS["laptop"]
+    assert gb.network_seeds(b) == (0, 1, 2)
+    assert gb.network_seeds(gb.replace(b, seeds=(3, 5))) == (3, 5)
+    tiny = gb.apply_overrides(gb.BUDGETS["full"], ["widths=0.0625", "variants=plain,gcnn", "epochs=1",
+                                                   "amp=bf16", "channels_last=true", "seeds=3,4"])
+    assert tiny.widths == (0.0625,) and tiny.variants == ("plain", "gcnn") and tiny.epochs == 1
+    assert tiny.amp == "bf16" and tiny.channels_last is True and gb.network_seeds(tiny) == (3, 4)
+    with pytest.raises(ValueError, match="colour"):
+        gb.apply_overrides(b, ["colour=red"])
+    with pytest.raises(ValueError, match="unknown variants"):
+        gb.apply_overrides(b, ["variants=resnet"])
+    with pytest.raises(ValueError, match="amp"):
+        gb.apply_overrides(b, ["amp=fp8"])
+    with pytest.raises(ValueError, match="seeds"):
+        gb.replace(b, seeds=(1, 1))
+    for bad in (["--seeds", "a,b"], ["--parts", "figures"], ["--set", "epochs=many"]):
+        with pytest.raises(SystemExit):
+            gb.main(bad + ["--out", "/tmp/eqlib-test-gcnn-unused"])
+
+
+def test_cli_tiny_full_budget_with_bf16_and_channels_last(tmp_path):
+    """The GPU code path (bf16 autocast, channels-last, the full budget's VGG11) at a tiny size on the CPU."""
+    import os
+    from pathlib import Path
+    if os.environ.get("EQLIB_TEST_CLI") != "1":
+        pytest.skip("minutes on 2 cores (it loads CIFAR-10): set EQLIB_TEST_CLI=1")
+    root = os.environ.get("EQLIB_DATA")
+    if not root or not any(Path(root).glob("*cifar*")):
+        pytest.skip("needs CIFAR-10 in $EQLIB_DATA")
+    r = gb.main(["--budget", "full", "--device", "cpu", "--seeds", "0,1", "--no-download", "--parts", "barriers",
+                 "--set", "widths=0.0625", "--set", "n_train=128", "--set", "n_match=32", "--set", "n_test=64",
+                 "--set", "epochs=1", "--set", "batch_size=64", "--set", "variants=plain,gcnn",
+                 "--set", "alphas=0,1", "--no-progress", "--out", str(tmp_path)])
+    assert r["settings"]["amp"] == "bf16" and r["settings"]["channels_last"] is True
+    assert r["seeds"] == [0, 1] and set(r["cells"]) == {"plain@0.0625", "gcnn@0.0625"}
+    assert all("filter_distance_mean" in x for x in r["cells"]["gcnn@0.0625"]["self_flip"])
+    record = gb.protocol.load_json(tmp_path / "gcnn_barrier_full.json")
+    gb.protocol.check_recorded(record, gb.apply_overrides(gb.BUDGETS["full"], r["overrides"] + ["seeds=0,1"]))
+
+
+def test_results_cache_is_verified_and_optional(tmp_path, monkeypatch):
+    path = tmp_path / "r.json"
+    gb._store_cached(path, {"x": 1.5})
+    assert gb._load_cached(path) == {"x": 1.5}
+    stored = path.read_text().replace("1.5", "2.5")
+    path.write_text(stored)
+    with pytest.warns(UserWarning, match="sha256"):
+        assert gb._load_cached(path) is None
+    assert not path.exists()  # the bad file is gone
+    path.write_text("{not json")
+    with pytest.warns(UserWarning, match="unreadable"):
+        assert gb._load_cached(path) is None
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(gb, "atomic_write", full)
+    with pytest.warns(UserWarning, match="could not cache"):
+        gb._store_cached(tmp_path / "s.json", {"x": 1})
+
+
+def test_summary_table_range_spread():
+    sf = [{"barrier": b, "barrier_reset": b / 2, "barrier_repair": b / 4, "acc_a": 50.0, "acc_mid_reset": 49.0,
+           "involution_distance_mean": 0.0, "invariance_a": 0.3, "invariance_mid_reset": 1e-4,
+           "filter_distance_mean": b / 4} for b in (1.0, 2.0, 3.0)]
+    header, rows = gb.summary_table({"cells": {"plain@1": {"summary": gb.summarize(sf, [])}}}, spread="range")
+    assert rows[0][2].startswith("2.0 [1.0, 3.0] / 1.0 [0.5, 1.5]")
+    assert rows[0][4] == "0.50 [0.25, 0.75]"
+    with pytest.raises(ValueError, match="spread"):
+        gb.summary_table({"cells": {}}, spread="iqr")
