@@ -22,7 +22,7 @@ from torch.nn.utils import parametrize
 
 from ..actions import Action, DirectSum, PermutationAction, equivariant_basis, trivial
 from ..validation import check_bool, check_tensor, show
-from .base import Layer, Model
+from .base import Layer
 from .mlp import ACTIVATIONS, ODD_ACTIVATIONS, FlatModel, _generator
 
 __all__ = ["IntertwinerProjection", "GroupAverage", "EquivariantDense", "EquivariantMLP"]
@@ -147,7 +147,7 @@ class EquivariantDense(Layer):
                 f"bias={self.bias is not None}, free parameters={self.dimension}")
 
 
-class EquivariantMLP(Model):
+class EquivariantMLP(FlatModel):
     """An MLP of :class:`EquivariantDense` layers: ρ_0 → ρ_1 → … → ρ_L.
 
     Args:
@@ -179,20 +179,9 @@ class EquivariantMLP(Model):
         super().__init__([EquivariantDense(actions[i], actions[i + 1], acts[i], bias, gen) for i in range(L)])
         self.rho_in, self.rho_out = actions[0], actions[-1]
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor("x", x, dtypes="float")
-        if x.dim() > 2:
-            x = x.flatten(1)
-        return super().forward(x)
-
-    def latents(self, x: torch.Tensor, upto: int | None = None) -> list[torch.Tensor]:
-        if x.dim() > 2:
-            x = x.flatten(1)
-        return super().latents(x, upto)
-
     def prefix(self, i: int) -> FlatModel:
         """f_{≤i}, sharing the parameters; it flattens images and carries ``rho_in = ρ_0``
         and ``rho_out = ρ_i``, so ``check_equivariance(model.prefix(i), x)`` works."""
-        sub = FlatModel(list(super().prefix(i).layers))
+        sub = super().prefix(i)
         sub.rho_in, sub.rho_out = self.rho_in, sub.layers[-1].rho_out
         return sub

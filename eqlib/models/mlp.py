@@ -71,7 +71,30 @@ class Dense(Layer):
         return f"{self.in_dim} → {self.out_dim}, σ={self.activation}, bias={self.bias is not None}"
 
 
-class MLP(Model):
+class FlatModel(Model):
+    """A :class:`Model` that flattens image batches (N, C, H, W) → (N, CHW) first: the base
+    of :class:`MLP`, and what its prefixes are.
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor("x", x, dtypes="float")
+        if x.dim() > 2:
+            x = x.flatten(1)
+        return super().forward(x)
+
+    def latents(self, x: torch.Tensor, upto: int | None = None) -> list[torch.Tensor]:
+        if x.dim() > 2:
+            x = x.flatten(1)
+        return super().latents(x, upto)
+
+    def prefix(self, i: int) -> "FlatModel":
+        """f_{≤i}, sharing this model's parameters; it flattens images first too."""
+        return FlatModel(list(super().prefix(i).layers))
+
+
+class MLP(FlatModel):
     """An MLP of depth L = len(widths) − 1.
 
     Args:
@@ -130,37 +153,3 @@ class MLP(Model):
 
     def biases(self) -> list[torch.Tensor | None]:
         return [layer.bias for layer in self.layers]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor("x", x, dtypes="float")
-        if x.dim() > 2:  # images (N, C, H, W) → (N, CHW)
-            x = x.flatten(1)
-        return super().forward(x)
-
-    def latents(self, x: torch.Tensor, upto: int | None = None) -> list[torch.Tensor]:
-        if x.dim() > 2:
-            x = x.flatten(1)
-        return super().latents(x, upto)
-
-    def prefix(self, i: int) -> "FlatModel":
-        """f_{≤i}, sharing this model's parameters; like the MLP it flattens images first."""
-        return FlatModel(list(super().prefix(i).layers))
-
-
-class FlatModel(Model):
-    """A :class:`Model` that flattens image batches (N, C, H, W) → (N, CHW) first, as
-    :class:`MLP` does: the prefixes of MLPs.
-
-    Chapter: *Models, latent spaces and submodels*.
-    """
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor("x", x, dtypes="float")
-        if x.dim() > 2:
-            x = x.flatten(1)
-        return super().forward(x)
-
-    def latents(self, x: torch.Tensor, upto: int | None = None) -> list[torch.Tensor]:
-        if x.dim() > 2:
-            x = x.flatten(1)
-        return super().latents(x, upto)
