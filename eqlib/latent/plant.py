@@ -32,6 +32,7 @@ import torch
 from ..actions import Action, equivariant_basis
 from ..groups import FiniteGroup
 from ..models.mlp import MLP, ODD_ACTIVATIONS
+from ..symmetries import SymmetryElement, apply_symmetry, symmetry_group
 from .result import MonomialAction
 from .weights import left_multiply, monomial_of, right_multiply
 
@@ -153,8 +154,6 @@ def plant_equivariant(group: FiniteGroup, rho_in: Action, rho_out: Action, width
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
-    from ..symmetries import SymmetryElement, apply_symmetry, symmetry_group
-
     widths = [int(w) for w in widths]
     if len(widths) < 3:
         raise ValueError(f"need at least one hidden layer: widths {widths}")

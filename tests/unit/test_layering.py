@@ -43,9 +43,7 @@ KNOWN_CYCLE = ("plots.filters", "experiments.cifar_mlp")
 # Core layers (validation … latent) must not hide imports inside functions; the files
 # below still do and are listed here until their owners hoist the import (issue #12).
 CORE = {name for names in LAYERS[:RANK["latent"] + 1] for name in names}
-LAZY_PENDING = {
-    "latent.plant",  # from ..symmetries import … inside plant_equivariant
-}
+LAZY_PENDING: set[str] = set()
 
 
 def _modules():
