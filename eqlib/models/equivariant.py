@@ -20,10 +20,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
-from ..actions import Action, DirectSum, PermutationAction, equivariant_basis, trivial
+from ..actions import (Action, DirectSum, PermutationAction, _check_pair, equivariant_basis,
+                       trivial)
 from ..validation import check_bool, check_tensor, show
 from .base import Layer
-from .mlp import ACTIVATIONS, ODD_ACTIVATIONS, FlatModel, _generator
+from .mlp import ACTIVATIONS, ODD_ACTIVATIONS, FlatModel, _generator, layer_activations
 
 __all__ = ["IntertwinerProjection", "GroupAverage", "EquivariantDense", "EquivariantMLP"]
 
@@ -99,12 +100,7 @@ class EquivariantDense(Layer):
     def __init__(self, rho_in: Action, rho_out: Action, activation: str = "identity", bias: bool = True,
                  seed: int | torch.Generator | None = 0):
         super().__init__()
-        for name, rho in (("rho_in", rho_in), ("rho_out", rho_out)):
-            if not isinstance(rho, Action):
-                raise TypeError(f"{name} must be an Action, got {show(rho)}")
-        if rho_in.group != rho_out.group:
-            raise ValueError(f"rho_in and rho_out must be actions of one group, got {rho_in.group.name} "
-                             f"and {rho_out.group.name}")
+        _check_pair(rho_in, rho_out)
         if not isinstance(activation, str) or activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}: activation must be one of {sorted(ACTIVATIONS)}")
         if not _pointwise_ok(rho_out, activation):
@@ -167,14 +163,7 @@ class EquivariantMLP(FlatModel):
         if isinstance(actions, Action) or not isinstance(actions, Sequence) or len(actions) < 2:
             raise ValueError(f"actions must be a list [rho_0, ..., rho_L] of at least two actions, got {show(actions)}")
         L = len(actions) - 1
-        if isinstance(activations, str):
-            acts = [activations] * (L - 1) + ["identity"]
-        else:
-            acts = list(activations)
-            if len(acts) == L - 1:
-                acts.append("identity")
-            if len(acts) != L:
-                raise ValueError(f"need {L - 1} or {L} activations for {L} layers, got {len(acts)}")
+        acts = layer_activations(activations, L)
         gen = _generator(seed)
         super().__init__([EquivariantDense(actions[i], actions[i + 1], acts[i], bias, gen) for i in range(L)])
         self.rho_in, self.rho_out = actions[0], actions[-1]

@@ -16,7 +16,7 @@ from ..seeds import torch_generator
 from ..validation import check_bool, check_float, check_int, check_tensor, show
 from .base import Layer, Model
 
-__all__ = ["ACTIVATIONS", "ODD_ACTIVATIONS", "Dense", "MLP", "FlatModel"]
+__all__ = ["ACTIVATIONS", "ODD_ACTIVATIONS", "Dense", "MLP", "FlatModel", "layer_activations"]
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "tanh": torch.tanh,
@@ -30,6 +30,22 @@ ODD_ACTIVATIONS = frozenset({"tanh", "identity"})
 
 
 _generator = torch_generator  # seed=None means eqlib.seeds.DEFAULT_SEED
+
+
+def layer_activations(activations: str | Sequence[str], L: int) -> list[str]:
+    """One activation per layer: a single name for every hidden layer (the last is linear),
+    or a list of L − 1 (the last is linear) or L names.
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+    if isinstance(activations, str):
+        return [activations] * (L - 1) + ["identity"]
+    acts = list(activations)
+    if len(acts) == L - 1:
+        acts.append("identity")
+    if len(acts) != L:
+        raise ValueError(f"need {L - 1} or {L} activations for {L} layers, got {len(acts)}")
+    return acts
 
 
 class Dense(Layer):
@@ -119,14 +135,7 @@ class MLP(FlatModel):
         if L < 1:
             raise ValueError(f"widths must hold at least two widths (an MLP needs one layer), got {list(widths)}")
         widths = [check_int(f"widths[{i}]", w, 1) for i, w in enumerate(widths)]
-        if isinstance(activations, str):
-            acts = [activations] * (L - 1) + ["identity"]
-        else:
-            acts = list(activations)
-            if len(acts) == L - 1:
-                acts.append("identity")
-            if len(acts) != L:
-                raise ValueError(f"need {L - 1} or {L} activations for {L} layers, got {len(acts)}")
+        acts = layer_activations(activations, L)
         if isinstance(init_scale, numbers.Real):
             scales = [init_scale] * L
         elif isinstance(init_scale, (list, tuple)):
