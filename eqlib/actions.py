@@ -436,7 +436,7 @@ def equivariant_basis(rho_in: Action, rho_out: Action, tol: float = 1e-5) -> Ten
 
 
 def reynolds(W: Tensor, rho_in: Action, rho_out: Action) -> Tensor:
-    """The Reynolds average (1/|G|) Σ_g ρ_out(g) W ρ_in(g)⁻¹ of matrices W (..., d_out, d_in).
+    """The Reynolds average (1/``|G|``) Σ_g ρ_out(g) W ρ_in(g)⁻¹ of matrices W (..., d_out, d_in).
 
     It is the orthogonal projection onto the intertwiners when the actions are orthogonal
     (and a projection onto them in general). Differentiable in W.
@@ -464,7 +464,7 @@ def equivariant_projector(rho_in: Action, rho_out: Action) -> Tensor:
 
 
 def intertwiner_dimension(rho_in: Action, rho_out: Action) -> float:
-    """dim Hom_G(ρ_in, ρ_out) from characters: (1/|G|) Σ_g χ_in(g⁻¹) χ_out(g).
+    """dim Hom_G(ρ_in, ρ_out) from characters: (1/``|G|``) Σ_g χ_in(g⁻¹) χ_out(g).
 
     (For real representations χ(g⁻¹) = χ(g).) Returns a float, an integer up to rounding.
 
@@ -588,7 +588,7 @@ def _image_index(shape: tuple[int, ...], transform: Callable[[Tensor], Tensor]) 
     return transform(grid).reshape(-1).numpy()
 
 
-#: the image axis each mirror flips: the one table of mirror axes in eqlib
+#: The image axis each mirror flips (the one table of mirror axes in eqlib).
 MIRROR_AXES = {"horizontal": -1, "vertical": -2}
 
 

@@ -39,7 +39,7 @@ import nbformat
 from nbgrader.preprocessors import Execute
 from traitlets import Integer
 
-__all__ = ["GuardedExecute", "Flag", "StudentScore", "setup", "release", "grade", "scan", "main"]
+__all__ = ["GuardedExecute", "Flag", "StudentScore", "TamperedInstallation", "setup", "release", "grade", "scan", "main"]
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 ASSIGNMENT = "exercises"
@@ -392,7 +392,7 @@ def grade(submissions: Path | str, course: Path | str, assignment: str = ASSIGNM
 
     Raises:
         ValueError: on bad arguments or a course that was not released.
-        TamperedInstallation: if eqlib's or the course's files changed while grading a
+        eqlib.assignments.TamperedInstallation: if eqlib's or the course's files changed while grading a
             student (that student is flagged and awarded 0; grading stops).
 
     Teacher's guide: the README, *Teach with it*.

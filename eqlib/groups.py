@@ -94,7 +94,7 @@ class FiniteGroup:
         generators: indices of a generating set (default: all non-identity elements).
         name: the group's name, used in reprs and test ids.
         check_associativity: verify (ab)c = a(bc) by Light's test over the generators
-            (|generators| · n² products); False for tables known to be associative,
+            (``|generators|`` · n² products); False for tables known to be associative,
             such as compositions of permutations.
 
     Raises:

@@ -448,7 +448,7 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     """Train ``model`` on uint8 ``images`` (N, 3, 32, 32) under ``config``.
 
     With ``symmetry=(rho_in, rho_out)`` the trainer is group-generic: ``images`` is any float
-    tensor (N, *rho_in.shape) (or (N, rho_in.dim)), used as it is (no normalisation);
+    tensor ``(N, *rho_in.shape)`` (or ``(N, rho_in.dim)``), used as it is (no normalisation);
     ``augment_mirror`` then acts on every sample by a uniformly random element of G;
     the penalty is the mean over ``penalty_samples`` uniformly sampled g per batch of
     mean (f(ρ_in(g)x) − ρ_out(g)f(x))² (ρ_out = identity for ``penalty="invariance"``).

@@ -17,7 +17,7 @@ __all__ = ["CATEGORIES", "SYMMETRIC", "ANTISYMMETRIC", "PAIR", "NEGATED_PAIR", "
            "PAIRED", "FilterPairing", "filter_pairing"]
 
 CATEGORIES = ("symmetric", "antisymmetric", "mirrored pair", "negated mirrored pair", "unmatched")
-#: indices into :data:`CATEGORIES`
+#: indices into ``CATEGORIES``
 SYMMETRIC, ANTISYMMETRIC, PAIR, NEGATED_PAIR, UNMATCHED = range(len(CATEGORIES))
 #: the categories whose filter has a partner other than itself
 PAIRED = (PAIR, NEGATED_PAIR)

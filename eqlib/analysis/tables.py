@@ -179,7 +179,7 @@ def _ablation_rows(rows: Sequence[dict]) -> tuple[list[str], list[list[str]], in
 
 
 def ablation_text(rows: Sequence[dict]) -> str:
-    """The rows of :func:`ablation` as a text table (f_1 errors for both mirrors and probe
+    """The rows of :func:`eqlib.experiments.cifar_mlp.ablation` as a text table (f_1 errors for both mirrors and probe
     kinds, matched filters, end-to-end error, final task loss).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.

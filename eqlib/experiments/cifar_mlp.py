@@ -100,7 +100,7 @@ class Settings:
         snapshot_every: epochs between checkpoints kept for :func:`emergence`.
         ablation_n_train, ablation_epochs: the (smaller) scale of :func:`ablation`.
         ablation_variants: names of :data:`ABLATION_VARIANTS` run by default (None: all).
-        ablation_networks: the networks of :data:`NETWORKS` the ablation retrains.
+        ablation_networks: the networks of :data:`eqlib.analysis.tables.NETWORKS` the ablation retrains.
         attention_epochs, attention_heads, attention_patch: the attention autoencoder.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
@@ -238,7 +238,7 @@ def _data_spec(data: CIFAR10, s_n: int, seed: int) -> dict[str, Any]:
 def train_networks(s: Settings, train: CIFAR10, test: CIFAR10 | None = None, seed: int = 0,
                    device: str | torch.device | None = None, progress: bool = True,
                    names: Sequence[str] | None = None, **config_overrides: Any) -> dict[str, TrainResult]:
-    """Train (or load from the cache) the four networks of :data:`NETWORKS`.
+    """Train (or load from the cache) the four networks of :data:`eqlib.analysis.tables.NETWORKS`.
 
     ``config_overrides`` go to :func:`train_config` (TrainConfig fields); architecture
     changes go through ``s`` (e.g. ``dataclasses.replace(s, first_init_scale=1.0)``).
@@ -579,7 +579,7 @@ def filter_search(train: CIFAR10, test: CIFAR10, variants: Mapping[str, Mapping[
     Every variant runs with ``seeds``; the ``top`` variants (by categorised filters among
     the first 64, then by f1's horizontal error on noise) and the first variant (the
     chapter's setting) run again with ``more_seeds``. Goal of a setting: at least 32 of
-    the first 64 filters categorised (|cos| ≥ 0.8) and f1's horizontal error on that
+    the first 64 filters categorised (``|cos|`` ≥ 0.8) and f1's horizontal error on that
     setting's noise probes ≤ 0.1, on every seed (``meets_goal``); the same with filters
     and noise restricted to the top ``subspace_k`` principal directions of the images
     (``meets_goal_in_subspace``).

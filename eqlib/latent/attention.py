@@ -331,7 +331,7 @@ def recover_token_permutation(maps_x: Tensor, maps_gx: Tensor) -> tuple[np.ndarr
 class AttentionLatentAction:
     """What :func:`recover_attention_action` found, per group element.
 
-    Every field below is a :class:`ByElement` mapping keyed by group element
+    Every field below is a ``ByElement`` mapping keyed by group element
     (``res.head_perm[g]``); a name works too (``res.head_perm["m"]``).
 
     Attributes:
@@ -347,7 +347,7 @@ class AttentionLatentAction:
         maps_residual: ‖maps(g·X)[τ(h)] − Π maps(X)[h] Πᵀ‖ / ‖maps(g·X)‖.
         output_residual: ‖f(g·X) − g·f(X)‖ / ‖f(X)‖.
         head_space_residual: max over heads of ‖Y_{τ(h)}(g·X) − Π_g Y_h(X) B_h^{-1}‖ / ‖·‖,
-            Y_h the head value outputs (:meth:`MultiHeadAttention.head_values`): the
+            Y_h the head value outputs (:meth:`eqlib.models.attention.MultiHeadAttention.head_values`): the
             latent action on the per-head space (R^{n×d_v})^H.
         S: the action S_g on output features that was used (d_out, d_out).
         tol: the tolerance behind :attr:`equivariant`.
@@ -632,7 +632,7 @@ class PlantedAttention:
     Attributes:
         layer: the layer (hidden by a random attention symmetry when ``hidden``).
         head_perm: {g: τ_g} of the returned layer (conjugated by the hiding
-            symmetry's head permutation), a :class:`ByElement` mapping (names work too).
+            symmetry's head permutation), a ``ByElement`` mapping (names work too).
         action_in: the input action; out_features: the output feature action.
         hidden: whether a random attention symmetry was applied.
 

@@ -49,9 +49,9 @@ class IntertwinerProjection(nn.Module):
 
 
 class GroupAverage(nn.Module):
-    """The Reynolds average θ ↦ (1/|G|) Σ_g g·θ of a parameter tensor, as a parametrization.
+    """The Reynolds average θ ↦ (1/``|G|``) Σ_g g·θ of a parameter tensor, as a parametrization.
 
-    Subclasses give the action on parameters through :meth:`images`, the list of g·θ over
+    Subclasses give the action on parameters through ``images``, the list of g·θ over
     the non-identity elements g. With g·W = ρ_out(g) W ρ_in(g)⁻¹ this is
     :func:`eqlib.actions.reynolds`; :class:`~eqlib.models.MirrorGCNN` uses it with the
     mirror acting on convolution filters, biases and classifier columns (a G-CNN is the
@@ -123,7 +123,7 @@ class EquivariantDense(Layer):
 
     @property
     def dimension(self) -> int:
-        """The number of free parameters: dim Hom_G(ρ_in, ρ_out) (+ dim of the fixed vectors)."""
+        """Number of free parameters, dim Hom_G(ρ_in, ρ_out) plus the dimension of the fixed vectors."""
         out = self.parametrizations.weight[0].basis.shape[0]
         if self.bias is not None:
             out += self.parametrizations.bias[0].basis.shape[0]

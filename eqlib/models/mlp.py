@@ -88,7 +88,7 @@ class Dense(Layer):
 
 
 class FlatModel(Model):
-    """A :class:`Model` that flattens image batches (N, C, H, W) → (N, CHW) first: the base
+    """A :class:`~eqlib.models.base.Model` that flattens image batches (N, C, H, W) → (N, CHW) first: the base
     of :class:`MLP`, and what its prefixes are.
 
     Chapter: *Models, latent spaces and submodels*.

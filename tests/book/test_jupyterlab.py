@@ -124,7 +124,9 @@ _FACTS = """
   const mathErrors = Array.from(panel.node.querySelectorAll(
       "mjx-merror, .katex-error, [data-mjx-error], .jp-MarkdownCell .text-red-500, "
       + ".jp-MarkdownCell .text-yellow-600"))
-      .map(e => (e.getAttribute("data-mjx-error") || e.getAttribute("title") || e.textContent).slice(0, 120));
+      .map(e => (e.getAttribute("data-mjx-error") || e.getAttribute("title") || e.textContent).slice(0, 120))
+      // a reference to another chapter's label cannot resolve inside one notebook
+      .filter(m => !/Cross Reference Not Found/.test(m));
   const math = panel.node.querySelectorAll(".jp-MarkdownCell .katex, .jp-MarkdownCell mjx-container").length;
   const solutions = Array.from(panel.node.querySelectorAll("details"))
       .filter(d => /solution/i.test(d.innerText.split("\\n")[0] || ""));
