@@ -344,6 +344,20 @@ def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tens
     return correct / max(1, len(imgs))
 
 
+def _check_labels(labels: torch.Tensor | None, n: int, task: str, name: str) -> None:
+    """For classification: ``n`` integer class indices >= 0 (``name`` is the samples' name)."""
+    if task != "classify":
+        return
+    label_name = "labels" if name == "images" else "eval labels"
+    if labels is None:
+        raise ValueError("task='classify' needs labels")
+    check_tensor(label_name, labels, ndim=1, dtypes="integer")
+    if labels.shape != (n,):
+        raise ValueError(f"{label_name} must have shape ({n},), got {tuple(labels.shape)}")
+    if int(labels.min()) < 0:
+        raise ValueError(f"{label_name} must be class indices >= 0, got minimum {int(labels.min())}")
+
+
 def _check_data(images: torch.Tensor, labels: torch.Tensor | None, task: str, name: str = "images") -> None:
     """Images uint8 (0..255) or float in [0, 1], finite, non-empty; labels integers >= 0."""
     check_tensor(name, images, ndim=4, nonempty=True)
@@ -357,15 +371,7 @@ def _check_data(images: torch.Tensor, labels: torch.Tensor | None, task: str, na
         if lo < 0.0 or hi > 1.0:
             raise ValueError(f"float {name} must lie in [0, 1], got values in [{lo:g}, {hi:g}]"
                              + ("; pass uint8 images, or divide by 255" if hi > 1.0 else ""))
-    if task == "classify":
-        label_name = "labels" if name == "images" else "eval labels"
-        if labels is None:
-            raise ValueError("task='classify' needs labels")
-        check_tensor(label_name, labels, ndim=1, dtypes="integer")
-        if labels.shape != (images.shape[0],):
-            raise ValueError(f"{label_name} must have shape ({images.shape[0]},), got {tuple(labels.shape)}")
-        if int(labels.min()) < 0:
-            raise ValueError(f"{label_name} must be class indices >= 0, got minimum {int(labels.min())}")
+    _check_labels(labels, images.shape[0], task, name)
 
 
 def _check_samples(x: torch.Tensor, labels: torch.Tensor | None, task: str, rho_in: Action,
@@ -375,13 +381,7 @@ def _check_samples(x: torch.Tensor, labels: torch.Tensor | None, task: str, rho_
     if tuple(x.shape[1:]) not in (tuple(rho_in.shape), (rho_in.dim,)):
         raise ValueError(f"{name} must have shape (N, {', '.join(map(str, rho_in.shape))}) or (N, {rho_in.dim}) "
                          f"for the symmetry's rho_in, got {tuple(x.shape)}")
-    if task == "classify":
-        label_name = "labels" if name == "images" else "eval labels"
-        if labels is None:
-            raise ValueError("task='classify' needs labels")
-        check_tensor(label_name, labels, ndim=1, dtypes="integer")
-        if labels.shape != (x.shape[0],):
-            raise ValueError(f"{label_name} must have shape ({x.shape[0]},), got {tuple(labels.shape)}")
+    _check_labels(labels, x.shape[0], task, name)
 
 
 def _check_model(model: nn.Module) -> None:
