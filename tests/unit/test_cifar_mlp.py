@@ -216,16 +216,10 @@ def test_settings_and_cli_parser(monkeypatch):
     assert set(E.BUDGET_SETTINGS["full"].ablation_variants) <= set(E.ABLATION_VARIANTS)
 
 
-def test_cli_checks_out_is_writable_before_any_work(monkeypatch, tmp_path, capsys):
-    """A bad --out fails at once, before the data is loaded (not after the training)."""
-    def no_work(*args, **kwargs):
-        raise AssertionError("work started before --out was checked")
-    monkeypatch.setattr(E, "load_data", no_work)
+def test_run_checks_out_is_writable_before_any_work(tmp_path):
+    """run() refuses a bad out at once (the CLI's check: test_protocol.py)."""
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    with pytest.raises(SystemExit):
-        E.main(["--out", str(blocker / "results"), "--device", "cpu"])
-    assert "--out" in capsys.readouterr().err
     with pytest.raises(ValueError, match="not a writable folder"):
         E.run("laptop", out=blocker / "results")
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,3 +128,18 @@ def test_plots_import_analysis_never_experiments():
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.ImportFrom) and node.module:
                     assert "experiments" not in node.module, f"{path.name} imports {node.module}"
+
+
+@pytest.mark.parametrize("module, loader", [("cifar_mlp", "load_data"), ("gcnn_barrier", "load_merge_data")])
+def test_cli_checks_out_is_writable_before_any_work(module, loader, monkeypatch, tmp_path, capsys):
+    """Every experiment's CLI fails at once on a bad --out, before its data is loaded."""
+    experiment = importlib.import_module(f"eqlib.experiments.{module}")
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("work started before --out was checked")
+    monkeypatch.setattr(experiment, loader, no_work)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(SystemExit):
+        experiment.main(["--out", str(blocker / "results"), "--device", "cpu"])
+    assert "--out" in capsys.readouterr().err
