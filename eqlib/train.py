@@ -278,6 +278,17 @@ def _check_symmetry(symmetry: object) -> tuple[Action, Action]:
     return symmetry[0], symmetry[1]
 
 
+def _action_spec(rho: Action) -> dict[str, Any]:
+    """A cache-key description of an action: its type, group, shape, and a checksum of
+    what each group element does to a fixed (seeded) probe."""
+    probe = torch.randn(2, *rho.shape, generator=torch.Generator().manual_seed(12345))
+    sums = [round(float((rho.act(g, probe).double() * torch.arange(
+        1, probe.numel() + 1, dtype=torch.float64).reshape(probe.shape)).sum()), 6)
+        for g in rho.group.elements]
+    return {"type": type(rho).__name__, "group": repr(rho.group), "shape": list(rho.shape),
+            "probe": sums}
+
+
 def _act_each(rho: Action, index: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """ρ(g_n) x_n for every sample n, with g_n = the group's element number ``index[n]``."""
     out = x.clone()
@@ -678,12 +689,16 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
                  data_spec: Mapping[str, Any] | None = None, device: str | torch.device | None = None,
                  progress: bool = True, eval_data: tuple[torch.Tensor, torch.Tensor] | None = None,
                  checkpoint_every: int = 1, callback: Callable[[int, nn.Module, dict], None] | None = None,
+                 symmetry: tuple[Action, Action] | None = None, penalty_samples: int = 1,
                  ) -> TrainResult:
     """:func:`train` ``build_model()`` on ``data = (images, labels)``, cached on disk.
 
-    The cache key is :func:`eqlib.io.config_hash` of the model spec (class, repr, parameter
-    shapes, and a hash of the initial weights), the config, the data spec (``data_spec``
-    if given, else the data's shape and a content checksum) and ``cache_key_extra``. The
+    ``symmetry`` and ``penalty_samples`` are passed to :func:`train` (the group-generic
+    trainer). The cache key is :func:`eqlib.io.config_hash` of the model spec (class, repr,
+    parameter shapes, and a hash of the initial weights), the config, the data spec
+    (``data_spec`` if given, else the data's shape and a content checksum), the symmetry
+    (its group's elements and what each action does to a fixed probe) and
+    ``cache_key_extra``. The
     result (weights, history, snapshots) is saved atomically under
     ``cache_dir("models")``; while training, a checkpoint file beside it lets an
     interrupted run resume. A corrupt cache file is rebuilt with a warning.
@@ -701,7 +716,15 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
     if not isinstance(data, (tuple, list)) or len(data) != 2:
         raise TypeError(f"data must be a pair (images, labels), got {show(data)}")
     images, labels = data
-    _check_data(images, labels, config.task)
+    sym_spec = None
+    if symmetry is not None:
+        rho_in, rho_out = _check_symmetry(symmetry)
+        penalty_samples = check_int("penalty_samples", penalty_samples, 1)
+        _check_samples(images, labels, config.task, rho_in)
+        sym_spec = {"penalty_samples": penalty_samples,
+                    "rho_in": _action_spec(rho_in), "rho_out": _action_spec(rho_out)}
+    else:
+        _check_data(images, labels, config.task)
     for name, value in (("cache_key_extra", cache_key_extra), ("data_spec", data_spec)):
         if value is not None and not isinstance(value, Mapping):
             raise TypeError(f"{name} must be a mapping (JSON-serialisable), got {show(value)}")
@@ -717,15 +740,19 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
                      "checksum": float(flat[::step].double().sum()),
                      "labels": None if labels is None else float((labels.double() * torch.arange(
                          1, len(labels) + 1, dtype=torch.float64) % 9973).sum())}
-    key = config_hash({"model": _model_spec(model), "init": round(init_sum, 6), "config": config.to_dict(),
-                       "data": dict(data_spec), "extra": dict(cache_key_extra or {})})
+    spec = {"model": _model_spec(model), "init": round(init_sum, 6), "config": config.to_dict(),
+            "data": dict(data_spec), "extra": dict(cache_key_extra or {})}
+    if sym_spec is not None:  # keys of runs without a symmetry are unchanged
+        spec["symmetry"] = sym_spec
+    key = config_hash(spec)
+    generic = {} if symmetry is None else {"symmetry": symmetry, "penalty_samples": penalty_samples}
     try:
         folder = cache_dir("models")
     except OSError as exc:  # read-only or full disk: the cache is optional
         warn_once(f"models-cache:{exc.filename}", f"the model cache cannot be created ({exc}); training "
                   "without it (set EQLIB_CACHE to a writable folder to keep the results)")
         result = train(model, images, labels, config, device=device, progress=progress,
-                       eval_data=eval_data, callback=callback)
+                       eval_data=eval_data, callback=callback, **generic)
         result.model.to("cpu")
         return result
     path = folder / f"{type(model).__name__}-{config.task}-{key}.pt"
@@ -745,7 +772,7 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
                 pass
             model = build_model()
     result = train(model, images, labels, config, device=device, progress=progress, checkpoints=ckpt,
-                   checkpoint_every=checkpoint_every, eval_data=eval_data, callback=callback)
+                   checkpoint_every=checkpoint_every, eval_data=eval_data, callback=callback, **generic)
     result.model.to("cpu")
     try:
         save_torch({"model": _cpu_state(result.model), "history": result.history,

@@ -7,7 +7,7 @@ import torch
 from eqlib.actions import check_equivariance, image_dihedral, mirror, regular, trivial
 from eqlib.groups import dihedral
 from eqlib.models import MLP
-from eqlib.train import TrainConfig, _act_each, penalty_term, train
+from eqlib.train import TrainConfig, _act_each, cached_train, penalty_term, train
 
 
 @pytest.fixture(autouse=True)
@@ -82,3 +82,26 @@ def test_bad_symmetry_input():
     with pytest.raises(ValueError, match="rho_in"):
         train(MLP([16, 3], seed=0), torch.randn(8, 5), y, cfg, device="cpu", progress=False,
               symmetry=(image_dihedral((1, 4, 4)), trivial(dihedral(4), 3)))
+
+
+def test_cached_train_passes_the_symmetry_and_keys_the_cache_by_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("EQLIB_CACHE", str(tmp_path))
+    rho = regular(dihedral(4))
+    x = torch.randn(32, 8, generator=torch.Generator().manual_seed(3))
+    cfg = TrainConfig(task="autoencode", epochs=2, batch_size=16, lr=3e-3, penalty="equivariance",
+                      penalty_weight=10.0, penalty_start=0.0, penalty_ramp=0.0)
+    build = lambda: MLP([8, 4, 8], "tanh", seed=0)  # noqa: E731
+    direct = train(build(), x, None, cfg, device="cpu", progress=False, symmetry=(rho, rho))
+    first = cached_train(build, cfg, (x, None), device="cpu", progress=False, symmetry=(rho, rho))
+    again = cached_train(build, cfg, (x, None), device="cpu", progress=False, symmetry=(rho, rho))
+    assert not first.from_cache and again.from_cache
+    for a, b in zip(direct.model.state_dict().values(), again.model.state_dict().values()):
+        assert torch.equal(a, b)
+    # another action of the same group on R^8 is another cache entry
+    other = (rho, trivial(dihedral(4), 8))
+    third = cached_train(build, cfg, (x, None), device="cpu", progress=False, symmetry=other)
+    assert not third.from_cache
+    assert len(list((tmp_path / "models").glob("*.pt"))) == 2
+    with pytest.raises(ValueError, match="penalty_samples"):
+        cached_train(build, cfg, (x, None), device="cpu", progress=False, symmetry=(rho, rho),
+                     penalty_samples=0)
