@@ -67,6 +67,16 @@ class Action:
         eye = torch.eye(self.dim)
         return self.act(g, eye).T.contiguous()  # columns are ρ(g) e_j
 
+    def act_transpose(self, g: GroupElement, x: Tensor) -> Tensor:
+        """ρ(g)ᵀ x for x of shape (..., dim) (or (..., *shape)): the matrix-free way to
+        multiply a weight on the right, ``W ρ(g) = act_transpose(g, W)`` row by row.
+
+        The default goes through :meth:`matrix`; permutation-like actions override it
+        with an index gather.
+        """
+        xf, back = self._flat(x)
+        return back(xf @ self.matrix(g).to(device=x.device, dtype=x.dtype))
+
     def __call__(self, g: GroupElement) -> Tensor:
         return self.matrix(g)
 
@@ -132,6 +142,10 @@ class MatrixAction(Action):
         m = self._matrices[self._check(g)].to(device=x.device, dtype=x.dtype)
         return back(xf @ m.T)
 
+    def act_transpose(self, g: GroupElement, x: Tensor) -> Tensor:
+        xf, back = self._flat(x)
+        return back(xf @ self._matrices[self._check(g)].to(device=x.device, dtype=x.dtype))
+
 
 class PermutationAction(Action):
     """A (signed) permutation action: ``(ρ(g) x)_i = s_i(g) · x_{p_i(g)}``.
@@ -175,6 +189,16 @@ class PermutationAction(Action):
         y = xf[..., self.index[i].to(x.device)]
         if self.signs is not None:
             y = y * self.signs[i].to(device=x.device, dtype=x.dtype)
+        return back(y)
+
+    def act_transpose(self, g: GroupElement, x: Tensor) -> Tensor:
+        # ρ(g) has entries [j, p_j] = s_j, so (ρ(g)ᵀ x)_{p_j} = s_j x_j: a gather by p⁻¹
+        i = self._check(g)
+        xf, back = self._flat(x)
+        q = torch.argsort(self.index[i]).to(x.device)
+        y = xf[..., q]
+        if self.signs is not None:
+            y = y * self.signs[i][q].to(device=x.device, dtype=x.dtype)
         return back(y)
 
     def matrix(self, g: GroupElement) -> Tensor:
@@ -249,6 +273,14 @@ class DirectSum(Action):
             raise ValueError(f"x must have shape (..., {self.dim}) for this direct sum, got {tuple(x.shape)}")
         chunks = torch.split(x, [p.dim for p in self.parts], dim=-1)
         return torch.cat([p.act(g, c) for p, c in zip(self.parts, chunks)], dim=-1)
+
+    def act_transpose(self, g: GroupElement, x: Tensor) -> Tensor:
+        self._check(g)
+        check_tensor("x", x)
+        if x.ndim == 0 or x.shape[-1] != self.dim:
+            raise ValueError(f"x must have shape (..., {self.dim}) for this direct sum, got {tuple(x.shape)}")
+        chunks = torch.split(x, [p.dim for p in self.parts], dim=-1)
+        return torch.cat([p.act_transpose(g, c) for p, c in zip(self.parts, chunks)], dim=-1)
 
     def matrix(self, g: GroupElement) -> Tensor:
         return torch.block_diag(*[p.matrix(g) for p in self.parts])
@@ -441,6 +473,10 @@ def reynolds(W: Tensor, rho_in: Action, rho_out: Action) -> Tensor:
     It is the orthogonal projection onto the intertwiners when the actions are orthogonal
     (and a projection onto them in general). Differentiable in W.
 
+    Computed without forming ρ(g): ρ_out(g) W acts on W's columns (:meth:`Action.act`) and
+    B ρ_in(g⁻¹) on B's rows (:meth:`Action.act_transpose`), so for permutation-like
+    actions each term is two index gathers (no d × d matrix).
+
     Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
     """
     _check_pair(rho_in, rho_out)
@@ -449,8 +485,11 @@ def reynolds(W: Tensor, rho_in: Action, rho_out: Action) -> Tensor:
         raise ValueError(f"W must have shape (..., {rho_out.dim}, {rho_in.dim}) (d_out, d_in), "
                          f"got {tuple(W.shape)}")
     G = rho_in.group
-    out = torch.stack([rho_out.matrix(g).to(W) @ W @ rho_in.matrix(G.inverse(g)).to(W) for g in G])
-    return out.mean(0)
+    total = torch.zeros_like(W)
+    for g in G:
+        moved = rho_out.act(g, W.mT).mT  # ρ_out(g) W
+        total = total + rho_in.act_transpose(G.inverse(g), moved)  # · ρ_in(g⁻¹)
+    return total / G.order
 
 
 def equivariant_projector(rho_in: Action, rho_out: Action) -> Tensor:

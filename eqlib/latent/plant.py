@@ -14,8 +14,9 @@ Equivariant weights (ρ_out(g) W = W ρ_in(g) for all g) are drawn in one of two
 - small layers (``d_out·d_in ≤ 256``): a Gaussian combination of the orthonormal basis of
   the intertwiners from :func:`eqlib.actions.equivariant_basis` (the null space of the
   stacked constraints ``ρ_out(h) ⊗ ρ_in(h⁻¹)ᵀ − I`` over the generators h; chapter 5);
-- larger layers: the group average W = 1/``|G|`` Σ_g ρ_out(g) W₀ ρ_in(g)⁻¹ of a Gaussian W₀,
-  which costs ``|G|`` indexing passes for permutation-like actions (no d² × d² matrix).
+- larger layers: the Reynolds average W = 1/``|G|`` Σ_g ρ_out(g) W₀ ρ_in(g)⁻¹ of a Gaussian
+  W₀ (:func:`eqlib.actions.reynolds`, chapter 5: ``|G|`` index gathers for
+  permutation-like actions, no d² × d² matrix).
 
 For orthogonal actions both give an isotropic Gaussian on the space of equivariant maps
 (the average is the orthogonal projection onto it), so the choice changes only the cost.
@@ -29,12 +30,11 @@ import itertools
 import numpy as np
 import torch
 
-from ..actions import Action, equivariant_basis
+from ..actions import Action, equivariant_basis, reynolds
 from ..groups import FiniteGroup
 from ..models.mlp import MLP, ODD_ACTIVATIONS
 from ..symmetries import SymmetryElement, apply_symmetry, symmetry_group
 from .result import MonomialAction
-from .weights import left_multiply, monomial_of, right_multiply
 
 __all__ = ["sign_characters", "hidden_representation", "equivariant_weight", "plant_equivariant"]
 
@@ -85,11 +85,6 @@ def hidden_representation(group: FiniteGroup, dim: int, signed: bool, seed: int 
     return MonomialAction(group, torch.as_tensor(perm), torch.as_tensor(scales, dtype=torch.get_default_dtype()))
 
 
-def _mono_or_matrix(action: Action, g):
-    m = monomial_of(action, g)
-    return m if m is not None else action.matrix(g)
-
-
 def equivariant_weight(rho_in: Action, rho_out: Action, seed: int = 0, method: str | None = None) -> Tensor:
     """A random W of shape (d_out, d_in) with ρ_out(g) W = W ρ_in(g) for every g.
 
@@ -115,11 +110,7 @@ def equivariant_weight(rho_in: Action, rho_out: Action, seed: int = 0, method: s
         return torch.einsum("k,kij->ij", c, basis)
     if method != "average":
         raise ValueError(f"method must be 'null_space' or 'average', got {method!r}")
-    W0 = torch.randn(d_out, d_in, generator=gen)
-    W = torch.zeros_like(W0)
-    for g in G:
-        W += right_multiply(left_multiply(_mono_or_matrix(rho_out, g), W0), _mono_or_matrix(rho_in, ~g))
-    return W / G.order
+    return reynolds(torch.randn(d_out, d_in, generator=gen), rho_in, rho_out)  # chapter 5
 
 
 def _invariant_vector(rho: Action, gen: torch.Generator) -> Tensor:

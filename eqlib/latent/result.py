@@ -57,6 +57,14 @@ class MonomialAction(Action):
     def act(self, g: GroupElement, x: Tensor) -> Tensor:
         return self.element(g).act(x)
 
+    def act_transpose(self, g: GroupElement, x: Tensor) -> Tensor:
+        # k(g) has entries [j, perm_j] = scale_j: (k(g)ᵀ x)_{perm_j} = scale_j x_j
+        i = self._check(g)
+        if x.ndim == 0 or x.shape[-1] != self.dim:
+            raise ValueError(f"x must have shape (..., {self.dim}), got {tuple(x.shape)}")
+        q = torch.argsort(self.perm[i]).to(x.device)
+        return x[..., q] * self.scales[i][q].to(device=x.device, dtype=x.dtype)
+
     def matrix(self, g: GroupElement) -> Tensor:
         return self.element(g).matrix()
 

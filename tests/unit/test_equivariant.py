@@ -39,6 +39,32 @@ def test_basis_is_equivariant_orthonormal_and_complete(k):
     assert int(torch.linalg.matrix_rank(P)) == B.shape[0]
 
 
+def _actions_of_d4():
+    D4 = dihedral(4)
+    from eqlib.latent import hidden_representation  # a MonomialAction with signs
+    M = regular(D4).matrices()
+    D = torch.diag(torch.rand(8, generator=torch.Generator().manual_seed(5)) + 0.5)
+    skew = from_matrices(D4, {g: D @ M[g.index] @ torch.linalg.inv(D) for g in D4})  # not orthogonal
+    return [image_dihedral((2, 3, 3)), regular(D4), hidden_representation(D4, 13, True, 1),
+            regular(D4) + trivial(D4, 2), skew]
+
+
+def test_act_transpose_is_the_transposed_matrix():
+    for k, rho in enumerate(_actions_of_d4()):
+        x = torch.randn(4, rho.dim, generator=torch.Generator().manual_seed(k))
+        for g in rho.group:
+            assert torch.allclose(rho.act_transpose(g, x), x @ rho.matrix(g), atol=1e-5), (rho, g)
+
+
+def test_matrix_free_reynolds_equals_the_dense_average():
+    acts = _actions_of_d4()
+    for i, rin in enumerate(acts):
+        for j, rout in enumerate(acts):
+            W = torch.randn(3, rout.dim, rin.dim, generator=torch.Generator().manual_seed(10 * i + j))
+            dense = torch.stack([rout.matrix(g) @ W @ rin.matrix(~g) for g in rin.group]).mean(0)
+            assert torch.allclose(reynolds(W, rin, rout), dense, atol=1e-4), (rin, rout)
+
+
 def test_bad_input():
     with pytest.raises(TypeError, match="rho_in"):
         equivariant_basis("x", regular(flip()))
