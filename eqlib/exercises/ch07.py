@@ -10,20 +10,29 @@ __all__ = ["check_sigmoid_flip", "check_bypass_weights", "check_bypass_c4"]
 
 
 def check_bypass_weights(W1, W2) -> None:
-    """Exercise ch07-ex2: W_2 ReLU(W_1 x) = x on R² with bypass pairs.
+    """Exercise ch07-ex2: W_2 ReLU(W_1 x) = (``|x_1|``, x_2) on R², no biases.
+
+    The first output folds x_1 (ReLU(t) + ReLU(−t) = ``|t|``), the second passes x_2
+    through a bypass pair (ReLU(t) − ReLU(−t) = t). Each output is checked on its own,
+    so the message says which one is wrong.
 
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
     W1, W2 = torch.as_tensor(W1, dtype=torch.float32), torch.as_tensor(W2, dtype=torch.float32)
     require(W1.ndim == 2 and W1.shape[1] == 2, f"W_1 must have shape (h, 2), got {tuple(W1.shape)}")
     require(W2.shape == (2, W1.shape[0]), f"W_2 must have shape (2, {W1.shape[0]}), got {tuple(W2.shape)}")
+    require(bool(torch.isfinite(W1).all() and torch.isfinite(W2).all()), "W_1 and W_2 must be finite")
     x = torch.randn(256, 2, generator=torch.Generator().manual_seed(0)) * 3
     y = F.relu(x @ W1.T) @ W2.T
-    err = float((y - x).norm() / x.norm())
-    if err >= 1e-5:
-        raise ExerciseError(f"W_2 ReLU(W_1 x) differs from x (relative error {err:.3g}); "
-                            "use ReLU(t) − ReLU(−t) = t for each coordinate")
-    passed("Correct: the ReLU layer passes x through linearly")
+    target = torch.stack([x[:, 0].abs(), x[:, 1]], 1)
+    err = (y - target).norm(dim=0) / target.norm(dim=0)
+    if err[0] >= 1e-5:
+        raise ExerciseError(f"the first output differs from |x_1| (relative error {float(err[0]):.3g}); "
+                            "use ReLU(t) + ReLU(−t) = |t| with t = x_1")
+    if err[1] >= 1e-5:
+        raise ExerciseError(f"the second output differs from x_2 (relative error {float(err[1]):.3g}); "
+                            "use ReLU(t) − ReLU(−t) = t with t = x_2")
+    passed("Correct: the ReLU layer folds x_1 and passes x_2 through linearly")
 
 
 def check_sigmoid_flip(D, c) -> None:

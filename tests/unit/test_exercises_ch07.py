@@ -16,13 +16,19 @@ def test_sigmoid_flip():
 
 
 def test_bypass_weights():
-    W1 = torch.cat([torch.eye(2), -torch.eye(2)])
-    W2 = torch.cat([torch.eye(2), -torch.eye(2)], 1)
+    W1 = torch.tensor([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    W2 = torch.tensor([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, -1.0]])
     assert check_bypass_weights(W1, W2) is None
-    with pytest.raises(ExerciseError):
-        check_bypass_weights(W1, W2.abs())
-    with pytest.raises(ExerciseError):
+    # the plain bypass network passes x_1 through instead of folding it
+    identity = torch.cat([torch.eye(2), -torch.eye(2)], 1)
+    with pytest.raises(ExerciseError, match="first output"):
+        check_bypass_weights(W1, identity)
+    with pytest.raises(ExerciseError, match="second output"):
+        check_bypass_weights(W1, W2.abs())                        # folds x_2 too
+    with pytest.raises(ExerciseError, match="shape"):
         check_bypass_weights(W1[:, :1], W2)
+    with pytest.raises(ExerciseError, match="finite"):
+        check_bypass_weights(W1 * float("nan"), W2)
 
 
 def test_bypass_c4():
