@@ -17,23 +17,25 @@ def _tensor(x, name: str) -> torch.Tensor:
     return x.detach().to(torch.get_default_dtype())
 
 
-def check_residual_invariant(W2, W1, x) -> None:
-    """ch09-ex2: with ReLU, f(x) = x + W2 relu(W1 x) must satisfy f(−x) = f(x) on x.
+def check_residual_invariant(W2, W1, x, slope: float = 0.0) -> None:
+    """ch09-ex2: with the leaky ReLU σ_a(z) = max(z, a z) of slope ``a = slope`` (ReLU for
+    0), f(x) = x + W2 σ_a(W1 x) must satisfy f(−x) = f(x) on x.
 
-    Chapter: *Where the theorem does not apply*.
+    Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
     W2, W1 = _tensor(W2, "W2"), _tensor(W1, "W1")
     require(tuple(W2.shape) == (W1.shape[1], W1.shape[0]),
             f"W2 must have shape {(W1.shape[1], W1.shape[0])}, got {tuple(W2.shape)}")
+    a = float(slope)
 
     def f(z):
-        return z + torch.relu(z @ W1.T) @ W2.T
+        return z + torch.nn.functional.leaky_relu(z @ W1.T, a) @ W2.T
 
     with torch.no_grad():
         err = float((f(-x) - f(x)).norm() / f(x).norm().clamp_min(1e-12))
-    require(err < 1e-4, f"f(−x) ≠ f(x) (relative error {err:.3g}); use relu(z) − relu(−z) = z: "
-                        "you need W2 W1 = −2 I")
-    passed("Correct: the block is invariant (W2 W1 = −2 I).")
+    require(err < 1e-4, f"f(−x) ≠ f(x) (relative error {err:.3g}); σ_a(z) − σ_a(−z) = (1 + a) z "
+                        f"with a = {a:g}: you need (1 + a) W2 W1 = −2 I")
+    passed(f"Correct: the block is invariant ((1 + a) W2 W1 = −2 I with a = {a:g}).")
 
 
 def check_sum_pair_adjunction(Lam, Gam, b, answer) -> None:

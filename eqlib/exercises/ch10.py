@@ -10,45 +10,7 @@ import torch
 
 from . import ExerciseError, passed, require
 
-__all__ = ["check_relu_intertwiner", "check_gcnn_projection", "check_filter_distance"]
-
-
-def _reference_is_intertwiner(a: torch.Tensor, tol: float = 1e-9) -> bool:
-    # a positive scaled permutation: exactly one nonzero per row and column, all positive
-    nz = a.abs() > tol
-    if not (bool((nz.sum(0) == 1).all()) and bool((nz.sum(1) == 1).all())):
-        return False
-    return bool((a[nz] > 0).all())
-
-
-def check_relu_intertwiner(is_intertwiner: Callable[[torch.Tensor], bool]) -> None:
-    """Check ``is_intertwiner(A) -> bool``: does ReLU(A z) = A ReLU(z) hold for all z?
-
-    The answer must say True exactly for permutations times positive diagonal matrices.
-
-    Chapter: *ReLU CNNs and GCNNs*.
-    """
-    gen = torch.Generator().manual_seed(9)
-    p = torch.eye(4)[torch.tensor([2, 0, 3, 1])]
-    cases = {
-        "the identity": (torch.eye(3), True),
-        "a permutation": (p, True),
-        "a permutation times a positive diagonal": (p @ torch.diag(torch.tensor([0.5, 2.0, 3.0, 1.5])), True),
-        "a negative diagonal": (-torch.eye(2), False),
-        "a signed permutation": (p @ torch.diag(torch.tensor([1.0, -1.0, 1.0, 1.0])), False),
-        "a rotation by 45°": (torch.tensor([[0.7071, -0.7071], [0.7071, 0.7071]]), False),
-        "a random matrix": (torch.randn(3, 3, generator=gen), False),
-        "a positive matrix with two nonzeros in a row": (torch.tensor([[1.0, 1.0], [0.0, 1.0]]), False),
-    }
-    for name, (a, expected) in cases.items():
-        got = is_intertwiner(a.clone())
-        if not isinstance(got, (bool, torch.Tensor)) and type(got).__name__ != "bool_":
-            raise ExerciseError(f"is_intertwiner must return a bool, got {type(got).__name__} for {name}")
-        require(bool(got) == expected,
-                f"for {name} you answered {bool(got)}, but ReLU(A z) = A ReLU(z) for all z is {expected}: "
-                f"A = {a.tolist()}")
-        assert expected == _reference_is_intertwiner(a)
-    passed("Correct: ReLU commutes exactly with permutations times positive diagonal matrices.")
+__all__ = ["check_filter_distance_by_hand", "check_gcnn_projection"]
 
 
 def check_gcnn_projection(project: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
@@ -77,44 +39,36 @@ def check_gcnn_projection(project: Callable[[torch.Tensor, torch.Tensor, torch.T
     passed("Correct: averaging W with W[π_out][:, π_in] flipped is the orthogonal projection onto the GCNN constraint.")
 
 
-def check_filter_distance(filter_distance: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], float]) -> None:
-    """Check ``filter_distance(W, pi_out, pi_in)``: the normalised distance
-    ‖W − TW‖ / (‖W‖ + ‖TW‖) of a conv weight W from the mirror-GCNN constraint, with
-    TW = W flipped horizontally, output channels permuted by π_out and input channels by π_in.
+def check_filter_distance_by_hand(answer) -> None:
+    """ch10-ex1: the normalised filter distance d(W) = ‖W − TW‖ / (‖W‖ + ‖TW‖), computed by
+    hand, of the conv weight with two output channels and one input channel whose 1×3 filters
+    are (1, 2, 0) and (0, 2, 2), with π_out the swap of the two channels and π_in = id
+    (TW = W flipped horizontally, output channels permuted by π_out).
 
-    Chapter: *ReLU CNNs and GCNNs*.
+    Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
     """
-    gen = torch.Generator().manual_seed(4)
-    pi_out, pi_in = torch.tensor([1, 0, 3, 2, 4]), torch.tensor([2, 1, 0])
-    w = torch.randn(5, 3, 3, 3, generator=gen)
-    tw = w.flip(-1)[pi_out][:, pi_in]
-    expected = float((w - tw).norm() / (w.norm() + tw.norm()))
-
-    def ask(weight, what):
-        got = filter_distance(weight.clone(), pi_out.clone(), pi_in.clone())
-        try:
-            return float(got)
-        except (TypeError, ValueError):
-            raise ExerciseError(f"filter_distance must return a number, got {type(got).__name__} for {what}") from None
-
-    got = ask(w, "a random weight")
-    unflipped = float((w - w[pi_out][:, pi_in]).norm() / (2 * w.norm()))
-    unpermuted = float((w - w.flip(-1)).norm() / (2 * w.norm()))
-    if abs(got - unflipped) < 1e-5:
-        raise ExerciseError("your distance does not flip the filters: TW is W[..., ::-1] with channels permuted")
-    if abs(got - unpermuted) < 1e-5:
-        raise ExerciseError("your distance does not permute the channels: TW = W.flip(-1)[pi_out][:, pi_in]")
-    gcnn = 0.5 * (w + tw)
-    require(abs(ask(gcnn, "a GCNN filter")) < 1e-5,
-            f"a weight that satisfies the constraint (W = TW) must have distance 0, you returned {ask(gcnn, 'x'):.4g}")
-    anti = w - tw
-    require(abs(ask(anti, "TW = −W") - 1.0) < 1e-5,
-            f"for TW = −W the distance is ‖2W‖ / (2‖W‖) = 1, you returned {ask(anti, 'x'):.4g}; "
-            "divide by ‖W‖ + ‖TW‖")
-    require(abs(got - expected) < 1e-4,
-            f"for a random weight the distance is {expected:.4f}, you returned {got:.4f}")
-    scaled = ask(3.0 * w, "3 W")
-    require(abs(scaled - expected) < 1e-4, f"the distance must not change when W is scaled by 3 (got {scaled:.4f}, "
-            f"expected {expected:.4f}): normalise by ‖W‖ + ‖TW‖")
-    passed(f"Correct: d = ‖W − TW‖ / (‖W‖ + ‖TW‖) = {expected:.3f} for this random weight "
-           "(0 for GCNN filters, 1 for TW = −W).")
+    W = torch.tensor([[1.0, 2.0, 0.0], [0.0, 2.0, 2.0]], dtype=torch.float64)[:, None, None, :]
+    swap = torch.tensor([1, 0])
+    TW = W.flip(-1)[swap]
+    expected = float((W - TW).norm() / (W.norm() + TW.norm()))
+    if isinstance(answer, torch.Tensor) and answer.numel() == 1:
+        answer = answer.item()
+    require(isinstance(answer, (int, float)) and not isinstance(answer, bool),
+            f"give d as a number (a float), got {type(answer).__name__}")
+    got = float(answer)
+    mistakes = {
+        "TW needs both steps: flip every filter, then swap the two channels (TW[0] is "
+        "channel 1's filter flipped, (2, 2, 0)); a flip alone or a swap alone gives "
+        "this value": float((W - W[swap]).norm() / (2 * W.norm())),
+        "you divided by ‖W‖ alone; the denominator is ‖W‖ + ‖TW‖ = 2‖W‖":
+            float((W - TW).norm() / W.norm()),
+        "that is d², not d": expected ** 2,
+    }
+    for message, value in mistakes.items():
+        if abs(got - value) < 5e-4:
+            raise ExerciseError(f"{got:.4g}: {message}")
+    require(abs(got - expected) < 5e-4,
+            f"{got:.4g} is not d(W). Write TW (flip each filter, then swap the two channels), "
+            "then ‖W − TW‖ and ‖W‖ = ‖TW‖ as square roots of sums of squares")
+    passed(f"Correct: TW has filters (2, 2, 0) and (0, 2, 1), ‖W − TW‖ = √2, ‖W‖ = ‖TW‖ = √13, "
+           f"so d = √2 / (2√13) = 1/√26 ≈ {expected:.4f}.")

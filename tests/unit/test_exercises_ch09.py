@@ -37,3 +37,14 @@ def test_residual_checker():
         check_residual_invariant(torch.linalg.pinv(W1), W1, x)
     with pytest.raises(ExerciseError, match="shape"):
         check_residual_invariant(torch.zeros(3, 3), W1, x)
+
+
+def test_residual_checker_leaky():
+    W1 = torch.randn(5, 2, generator=torch.Generator().manual_seed(4))
+    x = torch.randn(50, 2, generator=torch.Generator().manual_seed(1))
+    right = -2 / 1.2 * torch.linalg.pinv(W1)
+    assert check_residual_invariant(right, W1, x, slope=0.2) is None
+    with pytest.raises(ExerciseError, match=r"\(1 \+ a\) W2 W1 = −2 I"):   # the ReLU answer
+        check_residual_invariant(-2 * torch.linalg.pinv(W1), W1, x, slope=0.2)
+    with pytest.raises(ExerciseError, match="shape"):
+        check_residual_invariant(right.T, W1, x, slope=0.2)
