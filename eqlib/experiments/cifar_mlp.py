@@ -67,7 +67,7 @@ __all__ = [
     "train_config", "load_data", "train_networks", "ablation", "ABLATION_VARIANTS", "load_results",
     "emergence", "PatchAttentionAutoencoder", "attention_experiment", "run", "run_seeds",
     "seed_spread", "SearchSettings", "SEARCH_VARIANTS", "SEARCH_KEYS", "filter_search",
-    "search_summary", "search_figures", "main",
+    "search_summary", "search_figures", "search_html", "main",
 ]
 # analyses used here live in eqlib.analysis (chapters import them from there); the names
 # stay importable from this module for old scripts
@@ -478,6 +478,10 @@ class SearchSettings:
             y ~ N(0, noise_std² I) in the network's input space, with the same ramp (0:
             the paper's protocol, which penalises on images only).
         noise_std: the standard deviation of those inputs.
+        first_norm: 0 (off), or the norm every first-layer filter is rescaled to after each
+            step (a projected gradient step). On unit isotropic noise a filter of norm c
+            gives pre-activations of standard deviation c, so c ≳ 1 keeps Tanh out of its
+            linear regime, which the autoencoder otherwise settles in.
         probes: isotropic-noise probes in the network's input space (half fit, half scored),
             and as many isotropic in the data subspace (per-pixel variance 1).
         subspace_k: principal directions kept for the filters "in the data subspace".
@@ -503,6 +507,7 @@ class SearchSettings:
     penalty_ramp: float = 0.2
     noise_penalty: float = 0.0
     noise_std: float = 1.0
+    first_norm: float = 0.0
     probes: int = 4_000
     subspace_k: int = 256
 
@@ -519,7 +524,7 @@ class SearchSettings:
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
         for name in ("weight_decay", "first_weight_decay", "penalty_weight", "noise_penalty",
-                     "penalty_ramp"):
+                     "penalty_ramp", "first_norm"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)!r}")
         if not 0 <= self.penalty_start <= 1:
@@ -545,13 +550,29 @@ SEARCH_VARIANTS: dict[str, dict[str, Any]] = {
                                     "noise_penalty": 10.0},
     "init ×1, noise penalty from the start": {"first_init_scale": 1.0, "noise_penalty": 1.0,
                                               "penalty_start": 0.0, "penalty_ramp": 0.1},
+    "filters of norm 1": {"first_norm": 1.0},
+    "filters of norm 3": {"first_norm": 3.0},
+    "filters of norm 1, both penalties ×10": {"first_norm": 1.0, "penalty_weight": 10.0,
+                                              "noise_penalty": 10.0},
+    "filters of norm 1, both penalties ×10 from the start": {
+        "first_norm": 1.0, "penalty_weight": 10.0, "noise_penalty": 10.0, "penalty_start": 0.0,
+        "penalty_ramp": 0.1},
+    "first-layer decay 5, penalty ×10": {"first_weight_decay": 5.0, "penalty_weight": 10.0},
+    "first-layer decay 5, penalty ×100": {"first_weight_decay": 5.0, "penalty_weight": 100.0},
+    "first-layer decay 5, both penalties ×10": {"first_weight_decay": 5.0, "penalty_weight": 10.0,
+                                                "noise_penalty": 10.0},
+    "first-layer decay 50, penalty ×100": {"first_weight_decay": 50.0, "penalty_weight": 100.0},
+    "first-layer decay 5, penalty ×1000": {"first_weight_decay": 5.0, "penalty_weight": 1000.0},
+    "first-layer decay 5, both penalties ×100": {"first_weight_decay": 5.0,
+                                                 "penalty_weight": 100.0, "noise_penalty": 100.0},
 }
 
 #: the numbers :func:`filter_search` summarises over seeds (min / mean / max)
-SEARCH_KEYS = ("categorised_first64", "subspace_categorised_first64", "f1_horizontal_noise",
+SEARCH_KEYS = ("categorised_first64", "symmetric_first64", "pairs_first64",
+               "subspace_categorised_first64", "f1_horizontal_noise",
                "f1_vertical_noise", "f1_horizontal_subspace_noise", "f1_horizontal_images",
                "f1_vertical_images", "median_best_cos", "subspace_median_best_cos",
-               "offdata_energy", "saturated_images", "saturated_noise", "end_to_end",
+               "offdata_energy", "preact_std_noise", "preact_std_images", "end_to_end",
                "test_relative_error", "train_seconds")
 
 
@@ -565,12 +586,15 @@ def _lr_factor(schedule: str, step: int, steps: int) -> float:
 
 
 def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.Tensor,
-                seed: int) -> tuple[dict[str, Any], torch.Tensor]:
+                seed: int) -> tuple[dict[str, Any], nn.Module]:
     """Train one Tanh autoencoder on rows of ``X`` (already in its input space), measure it;
-    return (row, W_1)."""
+    return (row, model)."""
     torch.manual_seed(seed)
     model = build_mlp("tanh", "autoencode", s.hidden, seed=seed, first_init_scale=s.first_init_scale)
     first = model.layers[0].weight
+    if s.first_norm > 0:
+        with torch.no_grad():
+            first.mul_(s.first_norm / first.norm(dim=1, keepdim=True).clamp_min(1e-12))
     rest = [q for q in model.parameters() if q is not first]
     opt = torch.optim.AdamW([{"params": [first], "weight_decay": s.first_weight_decay},
                              {"params": rest, "weight_decay": s.weight_decay}], lr=s.lr)
@@ -607,6 +631,9 @@ def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.T
             opt.zero_grad()
             (loss + on * penalty).backward()
             opt.step()
+            if s.first_norm > 0:
+                with torch.no_grad():
+                    first.mul_(s.first_norm / first.norm(dim=1, keepdim=True).clamp_min(1e-12))
             losses.append(loss.item())
             step += 1
     seconds = time.perf_counter() - t0
@@ -623,23 +650,28 @@ def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.T
             for ax in ("horizontal", "vertical"):
                 fit = fit_linear_action(feats[(1, None)], feats[(1, ax)], fit_fraction=0.5)
                 errors[f"f1_{ax}_{probe}"] = fit.median_error
-        saturated = {k: float((model.layers[0](y).abs() > 1).float().mean())
-                     for k, y in (("images", Xt), ("noise", noise))}
+        # spread of each unit's pre-activation w_j·x over the test images (bias aside);
+        # on unit isotropic noise it is the filter's norm
+        spread_images = float((Xt @ W1.T).std(0).median())
         rec = model(Xt)
         test_rel = float(((rec - Xt).norm(dim=1) / Xt.norm(dim=1).clamp_min(1e-12)).mean())
         gap = (model(mirror_images(Xt)) - mirror_images(rec)).norm(dim=1)
         end_to_end = float((gap / rec.norm(dim=1).clamp_min(1e-12)).mean())
         offdata = float(1 - (W1 @ P).pow(2).sum() / W1.pow(2).sum())
-    categorised = lambda p: 64 - p.counts(64)["unmatched"]  # noqa: E731
-    row = {"seed": seed, "filters_first64": raw.counts(64), "categorised_first64": categorised(raw),
+    categorised = lambda p: sum(v for k, v in p.counts(64).items() if k != "unmatched")  # noqa: E731
+    counts = raw.counts(64)
+    row = {"seed": seed, "filters_first64": counts, "categorised_first64": categorised(raw),
+           "symmetric_first64": counts["symmetric"],
+           "pairs_first64": counts["mirrored pair"] + counts["negated mirrored pair"],
            "subspace_filters_first64": sub.counts(64), "subspace_categorised_first64": categorised(sub),
            "median_best_cos": float(np.median(raw.similarity)),
            "subspace_median_best_cos": float(np.median(sub.similarity)),
-           **errors, "offdata_energy": offdata, "saturated_images": saturated["images"],
-           "saturated_noise": saturated["noise"], "end_to_end": end_to_end,
+           **errors, "offdata_energy": offdata,
+           "preact_std_noise": float(W1.norm(dim=1).median()), "preact_std_images": spread_images,
+           "end_to_end": end_to_end,
            "test_relative_error": test_rel, "final_task_loss": float(np.mean(losses[-20:])),
            "train_seconds": seconds}
-    return row, W1
+    return row, model
 
 
 def search_summary(rows: Sequence[Mapping[str, Any]], min_seeds: int = 3) -> dict[str, Any]:
@@ -694,8 +726,8 @@ def filter_search(train: CIFAR10, test: CIFAR10, variants: Mapping[str, Mapping[
     categories (raw and projected on the top ``subspace_k`` principal directions of the
     mirror-symmetrised images), f1's linear-equivariance errors (isotropic noise, noise in
     the data subspace, test images; horizontal and vertical mirror), the share of W_1's
-    energy outside the data subspace, the share of saturated first-layer pre-activations
-    (``|u|`` > 1), the end-to-end equivariance error and the reconstruction error. The
+    energy outside the data subspace, the median spread of the first-layer pre-activations
+    on isotropic noise (the filters' norm) and over the test images, the end-to-end equivariance error and the reconstruction error. The
     goal is judged by :func:`search_summary`. ``weights``, when a dict, receives each
     run's W_1 under ``(variant, seed)``.
 
@@ -747,10 +779,10 @@ def filter_search(train: CIFAR10, test: CIFAR10, variants: Mapping[str, Mapping[
     def run_one(name, seed):
         s = settings_of[name]
         X, Xt = data_for(s)
-        row, W1 = _search_run(s, X, Xt, P, seed)
+        row, model = _search_run(s, X, Xt, P, seed)
         rows.append({"variant": name, **row})
         if weights is not None:
-            weights[(name, seed)] = W1
+            weights[(name, seed)] = model.layers[0].weight.detach().clone()
         if on_row is not None:
             on_row(rows[-1])
 
@@ -771,8 +803,46 @@ def filter_search(train: CIFAR10, test: CIFAR10, variants: Mapping[str, Mapping[
             "rows": rows, "summary": search_summary(rows, min_seeds=len(seeds) + len(more_seeds))}
 
 
-def search_figures(record: Mapping[str, Any], weights: Mapping[tuple[str, int], torch.Tensor],
-                   names: Sequence[str], seed: int = 0) -> dict[str, Any]:
+def search_html(record: Mapping[str, Any]) -> str:
+    """The settings and outcomes of a :func:`filter_search` record as an HTML table: per
+    variant, its seeds and the min–max over seeds (one value for one seed) of the filters
+    in a signed-permutation category among the first 64 (all, symmetric, in pairs, and
+    after projection on the data subspace), f1's horizontal linear-equivariance error on
+    isotropic noise, on noise in the data subspace and on test images, the end-to-end
+    error, W_1's energy outside the data subspace, the pre-activation spread on images and
+    the reconstruction error.
+
+    Raises:
+        ValueError: a record without ``summary``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    from ..analysis import html_table
+    if "summary" not in record:
+        raise ValueError("record must be a filter_search record with a 'summary'")
+    columns = (("categorised_first64", "filters in a category", 0),
+               ("symmetric_first64", "symmetric", 0), ("pairs_first64", "in pairs", 0),
+               ("subspace_categorised_first64", "in the data subspace", 0),
+               ("f1_horizontal_noise", "f1 noise", 2),
+               ("f1_horizontal_subspace_noise", "f1 subspace noise", 2),
+               ("f1_horizontal_images", "f1 images", 2), ("end_to_end", "end-to-end", 2),
+               ("offdata_energy", "W1 energy off data", 2),
+               ("preact_std_images", "pre-act. spread", 1),
+               ("test_relative_error", "reconstr. error", 2))
+
+    def span(stat, digits):
+        lo, hi = f"{stat['min']:.{digits}f}", f"{stat['max']:.{digits}f}"
+        return lo if lo == hi else f"{lo}–{hi}"
+
+    body = [[name, ",".join(map(str, s["seeds"])),
+             *(span(s[key], digits) for key, _, digits in columns)]
+            for name, s in record["summary"].items()]
+    return html_table(["setting", "seeds", *(label for _, label, _ in columns)], body,
+                      align_right_from=1)
+
+
+def search_figures(weights: Mapping[tuple[str, int], torch.Tensor], names: Sequence[str],
+                   seed: int = 0) -> dict[str, Any]:
     """The first 64 first-layer filters of each variant in ``names`` on ``seed``, framed by
     mirror category (:func:`eqlib.plots.filters.plot_filters`), from the ``weights`` that
     :func:`filter_search` filled in.
