@@ -67,7 +67,7 @@ __all__ = [
     "train_config", "load_data", "train_networks", "ablation", "ABLATION_VARIANTS", "load_results",
     "emergence", "PatchAttentionAutoencoder", "attention_experiment", "run", "run_seeds",
     "seed_spread", "SearchSettings", "SEARCH_VARIANTS", "SEARCH_KEYS", "filter_search",
-    "search_summary", "search_figures", "search_html", "main",
+    "search_summary", "search_figures", "search_html", "load_search", "main",
 ]
 # analyses used here live in eqlib.analysis (chapters import them from there); the names
 # stay importable from this module for old scripts
@@ -565,10 +565,20 @@ SEARCH_VARIANTS: dict[str, dict[str, Any]] = {
     "first-layer decay 5, penalty ×1000": {"first_weight_decay": 5.0, "penalty_weight": 1000.0},
     "first-layer decay 5, both penalties ×100": {"first_weight_decay": 5.0,
                                                  "penalty_weight": 100.0, "noise_penalty": 100.0},
+    "first-layer decay 50, penalty ×30": {"first_weight_decay": 50.0, "penalty_weight": 30.0},
+    "first-layer decay 50, penalty ×100 from the start": {
+        "first_weight_decay": 50.0, "penalty_weight": 100.0, "penalty_start": 0.0,
+        "penalty_ramp": 0.1},
+    "first-layer decay 50, both penalties ×100": {
+        "first_weight_decay": 50.0, "penalty_weight": 100.0, "noise_penalty": 100.0},
+    "first-layer decay 5, penalty ×100 from the start": {
+        "first_weight_decay": 5.0, "penalty_weight": 100.0, "penalty_start": 0.0,
+        "penalty_ramp": 0.1},
 }
 
 #: the numbers :func:`filter_search` summarises over seeds (min / mean / max)
 SEARCH_KEYS = ("categorised_first64", "symmetric_first64", "pairs_first64",
+               "control_categorised_first64",
                "subspace_categorised_first64", "f1_horizontal_noise",
                "f1_vertical_noise", "f1_horizontal_subspace_noise", "f1_horizontal_images",
                "f1_vertical_images", "median_best_cos", "subspace_median_best_cos",
@@ -663,6 +673,7 @@ def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.T
     row = {"seed": seed, "filters_first64": counts, "categorised_first64": categorised(raw),
            "symmetric_first64": counts["symmetric"],
            "pairs_first64": counts["mirrored pair"] + counts["negated mirrored pair"],
+           "control_categorised_first64": categorised(filter_pairing(W1, "vertical")),
            "subspace_filters_first64": sub.counts(64), "subspace_categorised_first64": categorised(sub),
            "median_best_cos": float(np.median(raw.similarity)),
            "subspace_median_best_cos": float(np.median(sub.similarity)),
@@ -803,12 +814,28 @@ def filter_search(train: CIFAR10, test: CIFAR10, variants: Mapping[str, Mapping[
             "rows": rows, "summary": search_summary(rows, min_seeds=len(seeds) + len(more_seeds))}
 
 
+def load_search(path: str | Path) -> dict[str, Any]:
+    """A record written by :func:`filter_search` through the command line
+    (``--parts search``), checked for the keys the chapter reads
+    (:func:`eqlib.experiments.protocol.load_json`).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file is not JSON, or lacks ``base`` / ``variants`` / ``rows`` /
+            ``summary``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    return protocol.load_json(path, required=("base", "variants", "rows", "summary"))
+
+
 def search_html(record: Mapping[str, Any]) -> str:
     """The settings and outcomes of a :func:`filter_search` record as an HTML table: per
     variant, its seeds and the min–max over seeds (one value for one seed) of the filters
-    in a signed-permutation category among the first 64 (all, symmetric, in pairs, and
-    after projection on the data subspace), f1's horizontal linear-equivariance error on
-    isotropic noise, on noise in the data subspace and on test images, the end-to-end
+    in a signed-permutation category among the first 64 (all, symmetric, in pairs, after
+    projection on the data subspace, and for the vertical mirror as a control), f1's
+    linear-equivariance error on isotropic noise (horizontal and vertical), on noise in
+    the data subspace and on test images (horizontal and vertical), the end-to-end
     error, W_1's energy outside the data subspace, the pre-activation spread on images and
     the reconstruction error.
 
@@ -823,9 +850,13 @@ def search_html(record: Mapping[str, Any]) -> str:
     columns = (("categorised_first64", "filters in a category", 0),
                ("symmetric_first64", "symmetric", 0), ("pairs_first64", "in pairs", 0),
                ("subspace_categorised_first64", "in the data subspace", 0),
+               ("control_categorised_first64", "control mirror", 0),
                ("f1_horizontal_noise", "f1 noise", 2),
+               ("f1_vertical_noise", "f1 noise, control", 2),
                ("f1_horizontal_subspace_noise", "f1 subspace noise", 2),
-               ("f1_horizontal_images", "f1 images", 2), ("end_to_end", "end-to-end", 2),
+               ("f1_horizontal_images", "f1 images", 2),
+               ("f1_vertical_images", "f1 images, control", 2),
+               ("end_to_end", "end-to-end", 2),
                ("offdata_energy", "W1 energy off data", 2),
                ("preact_std_images", "pre-act. spread", 1),
                ("test_relative_error", "reconstr. error", 2))
@@ -1054,13 +1085,26 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                                       default=float), flush=True)
 
     if "search" in args.parts:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
         tr, te = load_data(settings("full"), args.data, download=args.download)
+        weights: dict[tuple[str, int], torch.Tensor] = {}
         found = filter_search(tr, te, seeds=args.seeds[:1], more_seeds=args.seeds[1:] or (1, 2),
-                              on_row=lambda row: print("search:", json.dumps(row), flush=True))
+                              on_row=lambda row: print("search:", json.dumps(row), flush=True),
+                              weights=weights)
         found["command"] = "python -m eqlib.experiments.cifar_mlp " + " ".join(
             sys.argv[1:] if argv is None else argv)
         protocol.write_json(args.out / "cifar_mlp_search.json", found)
         print(f"wrote {args.out / 'cifar_mlp_search.json'}")
+        summary = found["summary"]
+        best = max(summary, key=lambda v: (summary[v]["categorised_first64"]["mean"],
+                                           -summary[v]["f1_horizontal_noise"]["mean"]))
+        shown = list(dict.fromkeys([next(iter(summary)), best]))
+        for k, fig in enumerate(search_figures(weights, shown, seed=args.seeds[0]).values()):
+            fig.savefig(args.out / f"cifar_mlp_search_filters_{k}.png", dpi=80,
+                        bbox_inches="tight")
+            plt.close(fig)
         args.parts = tuple(x for x in args.parts if x != "search")
         if not args.parts:
             return found

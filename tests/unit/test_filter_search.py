@@ -45,7 +45,10 @@ def test_filter_search_rows_summary_and_weights(tiny_search):
         assert set(E.SEARCH_KEYS) <= set(r)
         assert sum(r["filters_first64"].values()) == 12  # d_1 = 12 < 64 filters
         assert 0 <= r["categorised_first64"] <= 12 and 0 <= r["offdata_energy"] <= 1
-        assert 0 <= r["saturated_noise"] <= 1 and r["f1_horizontal_noise"] >= 0
+        assert r["symmetric_first64"] + r["pairs_first64"] <= r["categorised_first64"]
+        W = weights[(r["variant"], r["seed"])]
+        assert r["preact_std_noise"] == pytest.approx(float(W.norm(dim=1).median()))
+        assert r["f1_horizontal_noise"] >= 0 and r["preact_std_images"] > 0
         assert weights[(r["variant"], r["seed"])].shape == (12, 3072)
     assert found["summary"] == E.search_summary(rows, min_seeds=2)
     s = found["summary"]["base"]
@@ -72,17 +75,17 @@ def test_noise_penalty_makes_the_network_equivariant_on_noise():
     X = E.prepare_images(_fake(64).images).flatten(1)
     P = torch.linalg.qr(torch.randn(3072, 16, generator=torch.Generator().manual_seed(0)))[0]
     y = torch.randn(200, 3072, generator=torch.Generator().manual_seed(5))
-    base = dataclasses.replace(TINY, epochs=20, penalty_weight=0.0, penalty_start=0.0,
-                               penalty_ramp=0.0, augment_mirror=False, lr=3e-3,
+    base = dataclasses.replace(TINY, epochs=40, penalty_weight=0.0, penalty_start=0.0,
+                               penalty_ramp=0.0, augment_mirror=False, lr=1e-2,
                                first_init_scale=1.0)
     gaps = {}
-    for weight in (0.0, 30.0):
+    for weight in (0.0, 100.0):
         s = dataclasses.replace(base, noise_penalty=weight)
         _, model = E._search_run(s, X, X[:40], P, seed=0)
         with torch.no_grad():
             f, fm = model(y), model(E.mirror_images(y))
         gaps[weight] = float(((fm - E.mirror_images(f)).norm(dim=1) / f.norm(dim=1)).mean())
-    assert gaps[30.0] < 0.5 * gaps[0.0], gaps
+    assert gaps[100.0] < 0.2 * gaps[0.0], gaps
 
 
 def test_search_summary_goal():
@@ -126,6 +129,20 @@ def test_bad_inputs():
                          min_seeds=0)
     with pytest.raises(KeyError, match="no weights"):
         E.search_figures({}, ["v"])
+
+
+def test_search_html_and_load(tiny_search, tmp_path):
+    *_, found = tiny_search
+    html = E.search_html(found)
+    assert html.count("<tr>") == len(found["summary"]) + 1 and "noise, zca" in html
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(found))
+    assert E.load_search(path)["summary"].keys() == found["summary"].keys()
+    path.write_text(json.dumps({"rows": []}))
+    with pytest.raises(ValueError, match="lacks"):
+        E.load_search(path)
+    with pytest.raises(ValueError, match="summary"):
+        E.search_html({"rows": []})
 
 
 def test_search_figures(tiny_search):
