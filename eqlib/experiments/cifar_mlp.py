@@ -578,7 +578,7 @@ SEARCH_VARIANTS: dict[str, dict[str, Any]] = {
 
 #: the numbers :func:`filter_search` summarises over seeds (min / mean / max)
 SEARCH_KEYS = ("categorised_first64", "symmetric_first64", "pairs_first64",
-               "control_categorised_first64",
+               "control_categorised_first64", "filter_similarity",
                "subspace_categorised_first64", "f1_horizontal_noise",
                "f1_vertical_noise", "f1_horizontal_subspace_noise", "f1_horizontal_images",
                "f1_vertical_images", "median_best_cos", "subspace_median_best_cos",
@@ -593,6 +593,15 @@ def _lr_factor(schedule: str, step: int, steps: int) -> float:
     if step < warm:
         return (step + 1) / warm
     return 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, steps - warm)))
+
+
+def _filter_similarity(W1: torch.Tensor) -> float:
+    """Median ``|cos|`` between two distinct filters: near 1 when the first layer has
+    collapsed onto a few directions, so that every filter matches some other one and the
+    categories say little."""
+    U = W1 / W1.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    C = (U @ U.T).abs()
+    return float(C[~torch.eye(len(C), dtype=torch.bool)].median())
 
 
 def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.Tensor,
@@ -674,6 +683,7 @@ def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.T
            "symmetric_first64": counts["symmetric"],
            "pairs_first64": counts["mirrored pair"] + counts["negated mirrored pair"],
            "control_categorised_first64": categorised(filter_pairing(W1, "vertical")),
+           "filter_similarity": _filter_similarity(W1),
            "subspace_filters_first64": sub.counts(64), "subspace_categorised_first64": categorised(sub),
            "median_best_cos": float(np.median(raw.similarity)),
            "subspace_median_best_cos": float(np.median(sub.similarity)),
@@ -833,7 +843,8 @@ def search_html(record: Mapping[str, Any]) -> str:
     """The settings and outcomes of a :func:`filter_search` record as an HTML table: per
     variant, its seeds and the min–max over seeds (one value for one seed) of the filters
     in a signed-permutation category among the first 64 (all, symmetric, in pairs, after
-    projection on the data subspace, and for the vertical mirror as a control), f1's
+    projection on the data subspace, and for the vertical mirror as a control), the
+    median ``|cos|`` between two filters (near 1: the categories say little), f1's
     linear-equivariance error on isotropic noise (horizontal and vertical), on noise in
     the data subspace and on test images (horizontal and vertical), the end-to-end
     error, W_1's energy outside the data subspace, the pre-activation spread on images and
@@ -851,6 +862,7 @@ def search_html(record: Mapping[str, Any]) -> str:
                ("symmetric_first64", "symmetric", 0), ("pairs_first64", "in pairs", 0),
                ("subspace_categorised_first64", "in the data subspace", 0),
                ("control_categorised_first64", "control mirror", 0),
+               ("filter_similarity", "filter similarity", 2),
                ("f1_horizontal_noise", "f1 noise", 2),
                ("f1_vertical_noise", "f1 noise, control", 2),
                ("f1_horizontal_subspace_noise", "f1 subspace noise", 2),

@@ -46,6 +46,7 @@ def test_filter_search_rows_summary_and_weights(tiny_search):
         assert sum(r["filters_first64"].values()) == 12  # d_1 = 12 < 64 filters
         assert 0 <= r["categorised_first64"] <= 12 and 0 <= r["offdata_energy"] <= 1
         assert r["symmetric_first64"] + r["pairs_first64"] <= r["categorised_first64"]
+        assert 0 <= r["control_categorised_first64"] <= 12 and 0 <= r["filter_similarity"] <= 1
         W = weights[(r["variant"], r["seed"])]
         assert r["preact_std_noise"] == pytest.approx(float(W.norm(dim=1).median()))
         assert r["f1_horizontal_noise"] >= 0 and r["preact_std_images"] > 0
@@ -86,6 +87,13 @@ def test_noise_penalty_makes_the_network_equivariant_on_noise():
             f, fm = model(y), model(E.mirror_images(y))
         gaps[weight] = float(((fm - E.mirror_images(f)).norm(dim=1) / f.norm(dim=1)).mean())
     assert gaps[100.0] < 0.2 * gaps[0.0], gaps
+
+
+def test_filter_similarity():
+    W = torch.randn(5, 3072, generator=torch.Generator().manual_seed(0))
+    assert E._filter_similarity(W) < 0.1  # random directions are nearly orthogonal
+    same = W[:1] * torch.tensor([[1.0], [-2.0], [3.0], [0.5], [-1.0]])
+    assert E._filter_similarity(same) == pytest.approx(1.0)
 
 
 def test_search_summary_goal():
