@@ -175,3 +175,18 @@ def test_recorded_search_is_complete_and_consistent():
     assert rec["command"].startswith("python")
     assert E.SearchSettings(**{k: tuple(v) if k == "hidden" else v
                                for k, v in rec["base"].items()}) == E.SearchSettings()
+
+
+def test_command_line_search_writes_record_and_figures(tmp_path, monkeypatch):
+    """``--parts search`` at a tiny size: the record (with the command) and the figures."""
+    train, test = _fake(80), _fake(40, seed=1, split="test")
+    monkeypatch.setattr(E, "load_data", lambda *a, **k: (train, test))
+    monkeypatch.setattr(E, "SEARCH_VARIANTS", {"base": {}, "decay": {"first_weight_decay": 5.0}})
+    search = E.filter_search
+    monkeypatch.setattr(E, "filter_search", lambda *a, **k: search(*a, base=TINY, **k))
+    found = E.main(["--parts", "search", "--seeds", "0,1", "--out", str(tmp_path)])
+    rec = E.load_search(tmp_path / "cifar_mlp_search.json")
+    assert rec["command"].endswith("--parts search --seeds 0,1 --out " + str(tmp_path))
+    assert rec["summary"] == json.loads(json.dumps(found["summary"]))
+    assert sorted(rec["summary"]["base"]["seeds"]) == [0, 1]
+    assert (tmp_path / "cifar_mlp_search_filters_0.png").stat().st_size > 1000
