@@ -574,6 +574,10 @@ SEARCH_VARIANTS: dict[str, dict[str, Any]] = {
     "first-layer decay 5, penalty ×100 from the start": {
         "first_weight_decay": 5.0, "penalty_weight": 100.0, "penalty_start": 0.0,
         "penalty_ramp": 0.1},
+    "first-layer decay 20, both penalties ×100": {
+        "first_weight_decay": 20.0, "penalty_weight": 100.0, "noise_penalty": 100.0},
+    "first-layer decay 30, both penalties ×100": {
+        "first_weight_decay": 30.0, "penalty_weight": 100.0, "noise_penalty": 100.0},
 }
 
 #: the numbers :func:`filter_search` summarises over seeds (min / mean / max)
