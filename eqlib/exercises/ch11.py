@@ -130,7 +130,8 @@ def _compare(got: dict, model: MLP, scales, samples: int, what: str) -> None:
     for s in scales:
         want = noise_scale_reference(model, s, samples)
         tanh, pre = got[s]
-        if abs(tanh - want[1]) < 1e-4 and abs(pre - want[0]) < 1e-4 and want[0] != want[1]:
+        right = abs(tanh - want[0]) < 1e-4 and abs(pre - want[1]) < 1e-4
+        if not right and abs(tanh - want[1]) < 1e-4 and abs(pre - want[0]) < 1e-4:
             raise ExerciseError(f"{what}, scale {s}: the two errors are swapped; return "
                                 "(error of the tanh layer, error of the pre-activation)")
         require(abs(pre - tanh) > 1e-6 or abs(want[0] - want[1]) < 1e-6,
@@ -168,7 +169,7 @@ def check_noise_scale_errors(noise_scale_errors: Callable[..., dict]) -> None:
 def check_noise_scale_numbers(errors: dict, model: MLP, samples: int = 1000) -> None:
     """ch11-ex4: the student's ``errors`` for the chapter's Tanh autoencoder ``model``
     (``{scale: (tanh error, pre-activation error)}``, at least three scales) are recomputed
-    at the smallest and the largest scale.
+    at the largest scale, where the two errors differ most.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
@@ -176,5 +177,5 @@ def check_noise_scale_numbers(errors: dict, model: MLP, samples: int = 1000) -> 
             f"least three scales, got {errors!r}")
     scales = sorted(errors)
     table = _errors_table(errors, scales, "errors")
-    _compare(table, model, (scales[0], scales[-1]), samples, "the Tanh autoencoder")
-    passed(f"Correct: your numbers at scales {scales[0]} and {scales[-1]} match.")
+    _compare(table, model, (scales[-1],), samples, "the Tanh autoencoder")
+    passed(f"Correct: your numbers at the scale {scales[-1]} match.")
