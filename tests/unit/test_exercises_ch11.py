@@ -37,7 +37,7 @@ _MEMO = {}
 def _scale_errors(model, scales, samples):
     """The right answer (memoised: the wrong answers below derive from it)."""
     from eqlib.exercises.ch11 import noise_scale_reference
-    key = lambda s: (float(model.layers[0].weight.sum()), s, samples)  # noqa: E731
+    key = lambda s: (float(model.layers[0].weight.detach().sum()), s, samples)  # noqa: E731
     for s in scales:
         if key(s) not in _MEMO:
             _MEMO[key(s)] = noise_scale_reference(model, s, samples)
