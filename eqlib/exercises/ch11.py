@@ -9,10 +9,14 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from ..actions import mirror as mirror_action
+from ..latent import linear_equivariance_error
+from ..models import MLP
 from ..train import mirror_images, penalty_term
 from . import ExerciseError, passed, require
 
-__all__ = ["check_mirror_partner", "check_equivariance_penalty", "planted_filters"]
+__all__ = ["check_mirror_partner", "check_equivariance_penalty", "planted_filters",
+           "noise_scale_reference", "check_noise_scale_errors", "check_noise_scale_numbers"]
 
 
 def planted_filters(seed: int = 0) -> tuple[torch.Tensor, list[tuple[int, int]]]:
@@ -89,3 +93,89 @@ def check_equivariance_penalty(equivariance_penalty: Callable[[nn.Module, torch.
     require(sym_penalty < 1e-10, "a conv acting within columns commutes with the "
             "horizontal mirror, so its penalty must be 0")
     passed("Correct: the penalty is a mean, zero for an equivariant map.")
+
+
+def noise_scale_reference(model: MLP, scale: float, samples: int = 1000) -> tuple[float, float]:
+    """ch11-ex4's reference: the median linear-equivariance error (horizontal mirror,
+    isotropic noise of standard deviation ``scale``, ``samples`` probes, seed 0) of the
+    first layer f_1 = tanh(W_1 y + b_1) of ``model`` and of its pre-activation W_1 y + b_1.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    act = mirror_action((3, 32, 32))
+    first = model.layers[0]
+    pre = MLP([first.weight.shape[1], first.weight.shape[0]])  # one affine layer
+    pre.layers[0].load_state_dict(first.state_dict())
+    return tuple(linear_equivariance_error(f, act, act.group["m"], samples=samples,
+                                           noise_scale=scale, seed=0).median_error
+                 for f in (model.prefix(1), pre))
+
+
+def _errors_table(errors, scales, name: str) -> dict[float, tuple[float, float]]:
+    require(isinstance(errors, dict), f"{name} must be a dict {{scale: (tanh error, "
+            f"pre-activation error)}}, got {type(errors).__name__}")
+    missing = [s for s in scales if s not in errors]
+    require(not missing, f"{name} has no entry for the scales {missing}; its keys are "
+            f"{sorted(errors)}")
+    table = {}
+    for s in scales:
+        pair = errors[s]
+        require(isinstance(pair, (tuple, list)) and len(pair) == 2,
+                f"{name}[{s}] = {pair!r}: give a pair (tanh error, pre-activation error)")
+        table[s] = (float(pair[0]), float(pair[1]))
+    return table
+
+
+def _compare(got: dict, model: MLP, scales, samples: int, what: str) -> None:
+    for s in scales:
+        want = noise_scale_reference(model, s, samples)
+        tanh, pre = got[s]
+        right = abs(tanh - want[0]) < 1e-4 and abs(pre - want[1]) < 1e-4
+        if not right and abs(tanh - want[1]) < 1e-4 and abs(pre - want[0]) < 1e-4:
+            raise ExerciseError(f"{what}, scale {s}: the two errors are swapped; return "
+                                "(error of the tanh layer, error of the pre-activation)")
+        require(abs(pre - tanh) > 1e-6 or abs(want[0] - want[1]) < 1e-6,
+                f"{what}, scale {s}: both errors are {tanh:.4f}; the pre-activation "
+                "W_1 y + b_1 must skip the tanh (one affine layer with W_1 and b_1)")
+        require(abs(tanh - want[0]) < 1e-4,
+                f"{what}, scale {s}: the tanh layer's error is {want[0]:.4f}, you have "
+                f"{tanh:.4f} (linear_equivariance_error of model.prefix(1) with "
+                f"samples={samples}, noise_scale={s}, seed=0)")
+        require(abs(pre - want[1]) < 1e-4,
+                f"{what}, scale {s}: the pre-activation's error is {want[1]:.4f}, you "
+                f"have {pre:.4f} (an affine layer with the first layer's W_1 and b_1)")
+
+
+def check_noise_scale_errors(noise_scale_errors: Callable[..., dict]) -> None:
+    """ch11-ex4: ``noise_scale_errors(model, scales, samples)`` must return
+    ``{scale: (error of f_1, error of W_1 y + b_1)}`` as :func:`noise_scale_reference`.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    require(callable(noise_scale_errors), "noise_scale_errors must be a function "
+            "(model, scales, samples) -> {scale: (tanh error, pre-activation error)}")
+    model = MLP([3072, 24, 3072], "tanh", seed=3)
+    scales = (0.1, 10.0)
+    try:
+        got = noise_scale_errors(model, scales, 200)
+    except NotImplementedError:
+        raise ExerciseError("noise_scale_errors still raises NotImplementedError: write "
+                            "your answer") from None
+    _compare(_errors_table(got, scales, "the returned dict"), model, scales, 200,
+             "a random 3072-24-3072 tanh network")
+    passed("Correct: both errors match at every scale.")
+
+
+def check_noise_scale_numbers(errors: dict, model: MLP, samples: int = 1000) -> None:
+    """ch11-ex4: the student's ``errors`` for the chapter's Tanh autoencoder ``model``
+    (``{scale: (tanh error, pre-activation error)}``, at least three scales) are recomputed
+    at the largest scale, where the two errors differ most.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    require(isinstance(errors, dict) and len(errors) >= 3, "errors must be a dict with at "
+            f"least three scales, got {errors!r}")
+    scales = sorted(errors)
+    table = _errors_table(errors, scales, "errors")
+    _compare(table, model, (scales[-1],), samples, "the Tanh autoencoder")
+    passed(f"Correct: your numbers at the scale {scales[-1]} match.")
