@@ -242,6 +242,16 @@ def test_recorded_full_run_matches_the_full_budget():
         v for _ in explore["settings"]["ablation_networks"] for v in explore["settings"]["ablation_variants"]]
 
 
+def test_recorded_laptop_seeds_match_the_laptop_budget():
+    """Chapter 11 asserts its laptop claims on every seed of this record; changing the laptop
+    budget means recording it again (python -m eqlib.experiments.cifar_mlp --seeds 0,1,2)."""
+    record = E.load_results(RECORDED / "cifar_mlp_laptop_seeds.json")
+    protocol.check_recorded(record, E.settings("laptop"), required=("runs", "spread", "chapter_extras"))
+    assert sorted(record["seeds"]) == [0, 1, 2] and len(record["runs"]) == 3
+    with pytest.raises(AssertionError, match="record it again"):
+        protocol.check_recorded(record, E.settings("laptop", epochs=99))
+
+
 def test_load_results_errors_and_text_tables(tmp_path):
     with pytest.raises(FileNotFoundError, match="no results file"):
         E.load_results(tmp_path / "missing.json")
