@@ -180,10 +180,10 @@ def _adjoint_first_layer(model_prefix: Callable[[Tensor], Tensor], act: Action, 
                          shape: tuple[int, ...]) -> tuple[Tensor, Tensor | None, list] | None:
     """For a sequential prefix whose first layer is a :class:`~eqlib.models.mlp.Dense`
     σ(W y + b) on flat inputs: the stacked weight [W; W ρ(g)], the stacked bias and the
-    remaining layers, so that f(y) and f(ρ(g) y) come from one matmul on y (the adjunction
+    remaining layers, so that f(y) and f(ρ(g) y) come from matmuls on y (the adjunction
     ⟨w, ρ(g) y⟩ = ⟨ρ(g)ᵀ w, y⟩: act on the d weight rows, not on the N inputs). None when
     the prefix is not of that form."""
-    if type(model_prefix).forward not in (Model.forward, MLP.forward) or shape != (act.dim,):
+    if getattr(type(model_prefix), "forward", None) not in (Model.forward, MLP.forward) or shape != (act.dim,):
         return None
     layers = list(model_prefix.layers)
     first = layers[0] if layers else None
@@ -383,6 +383,7 @@ def linear_equivariance_error(
     noise_scale: float = 1.0,
     chunk_size: int = 8192,
     input_shape: tuple[int, ...] | None = None,
+    sampling: str = "inputs",
 ) -> LinearFit:
     """How linearly equivariant the features ``f = model_prefix`` are for g.
 
@@ -399,5 +400,5 @@ def linear_equivariance_error(
     CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
     F, Fg = paired_features(model_prefix, act, g, samples, seed, noise_scale, chunk_size,
-                            input_shape=input_shape)
+                            input_shape=input_shape, sampling=sampling)
     return fit_linear_action(F, Fg, fit_fraction, ridge, solver)
