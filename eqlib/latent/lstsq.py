@@ -279,9 +279,10 @@ def paired_features(
         sampling: how generated inputs are drawn. ``"inputs"`` (default): y ~ N(0, σ² I_D)
             itself. ``"row_space"``: f(y) and f(g·y) depend on y only through
             u = M y with M = [W; W ρ(g)] (2d × D), so u is drawn directly as ``Rᵀ z``,
-            z ~ N(0, σ² I_r), r = min(2d, D) (:func:`~eqlib.latent.lstsq.row_space_factor`; the same law,
-            exactly, but a different random stream: equal in distribution, not sample by
-            sample); N × r draws and an N × r × 2d matmul instead of N × D and N × D × 2d.
+            z ~ N(0, σ² I_r), r = min(2d, D) (proof in
+            :func:`~eqlib.latent.lstsq.row_space_factor`): the same law, exactly, but a
+            different random stream (equal in distribution, not sample by sample); N × r
+            draws and an N × r × 2d matmul instead of N × D and N × D × 2d, plus one QR.
             Needs generated samples and a dense first layer (the adjoint path).
             ``"auto"``: ``"row_space"`` when it applies and 2d < D, else ``"inputs"``.
 
