@@ -27,6 +27,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -90,24 +91,72 @@ def settings_dict(s: Any) -> dict[str, Any]:
             for k, v in dataclasses.asdict(s).items()}
 
 
+_KINDS = {"bool": bool, "int": int, "float": float, "str": str}
+
+
+def _element_kinds(current: Any, field_type: Any) -> tuple[type, ...]:
+    """The types a tuple setting's elements may take: those of the default's elements,
+    else those its annotation names (``tuple[int, ...]``), else int or str."""
+    if current:
+        kinds = {type(v) for v in current}
+    else:
+        kinds = {_KINDS[w] for w in re.findall(r"\b(bool|int|float|str)\b", str(field_type))}
+    return tuple(k for k in (bool, int, float, str) if k in kinds) or (int, str)
+
+
+def _element(text: str, kinds: tuple[type, ...], tokens: frozenset[str]) -> Any:
+    """One element of a tuple setting: the first of ``kinds`` (bool, int, float, str in
+    that order) that reads ``text``; a string in a tuple that also holds numbers must be
+    one of the default's ``tokens`` (e.g. VGG's ``"M"``)."""
+    low = text.lower()
+    if bool in kinds and low in ("true", "false"):
+        return low == "true"
+    if int in kinds and re.fullmatch(r"[+-]?\d+", text):
+        return int(text)
+    if float in kinds:
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    if str in kinds and (not tokens or text in tokens):
+        return text
+    names = "/".join(k.__name__ for k in kinds)
+    hint = f" or one of {sorted(tokens)}" if str in kinds and tokens else ""
+    raise ValueError(f"element {text!r} is not a {names}{hint}")
+
+
 def _typed(text: str, current: Any, key: str, field_type: Any) -> Any:
     if isinstance(current, bool):
         low = text.lower()
         if low not in ("true", "false", "1", "0"):
-            raise ValueError(text)
+            raise ValueError("expected true/false or 1/0")
         return low in ("true", "1")
     if isinstance(current, tuple) or current is None:
         if current is None and text.lower() == "none":
             return None
-        kind = type(current[0]) if current else (int if "int" in str(field_type) else str)
-        return tuple(kind(v.strip()) for v in text.split(",") if v.strip())
+        kinds = _element_kinds(current, field_type)
+        # strings beside numbers are tokens: only those the default uses
+        mixed = str in kinds and len(kinds) > 1 and bool(current)
+        tokens = frozenset(v for v in current if isinstance(v, str)) if mixed else frozenset()
+        if not text:
+            return ()
+        parts = [v.strip() for v in text.split(",")]
+        if "" in parts:
+            raise ValueError("empty element between commas")
+        return tuple(_element(v, kinds, tokens) for v in parts)
+    if isinstance(current, int) and not re.fullmatch(r"\s*[+-]?\d+\s*", text):
+        raise ValueError("expected an integer")
     return type(current)(text)
 
 
 def parse_setting(assignment: str, base: Any) -> tuple[str, Any]:
     """``"key=value"`` → ``(key, value)`` typed like the field of the settings ``base``:
     int, float, str, ``true``/``false`` (or 1/0) for booleans, comma-separated tuples
-    (``hidden=1024,512,512``), ``none`` for an optional tuple.
+    (``hidden=1024,512,512``), ``none`` for an optional tuple. Each tuple element is typed
+    from the default's elements (else the field's annotation, else int-or-str): an int
+    where the default holds ints and the text is an integer, a float where it holds
+    floats, a string only where it holds strings; in a tuple mixing numbers and strings
+    (``config=64,M,128,M``) the strings must be ones the default uses.
 
     Raises:
         ValueError: naming the assignment when it is not ``KEY=VALUE`` with ``KEY`` a
@@ -127,9 +176,9 @@ def parse_setting(assignment: str, base: Any) -> tuple[str, Any]:
     field_type = next(f.type for f in dataclasses.fields(base) if f.name == key)
     try:
         return key, _typed(text, current, key, field_type)
-    except ValueError:
+    except ValueError as e:
         raise ValueError(f"cannot read {text!r} as the {type(current).__name__} "
-                         f"setting {key!r}") from None
+                         f"setting {key!r} (default {current!r}): {e}") from None
 
 
 def parse_settings(assignments: Iterable[str], base: Any) -> dict[str, Any]:

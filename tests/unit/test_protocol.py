@@ -143,3 +143,43 @@ def test_cli_checks_out_is_writable_before_any_work(module, loader, monkeypatch,
     with pytest.raises(SystemExit):
         experiment.main(["--out", str(blocker / "results"), "--device", "cpu"])
     assert "--out" in capsys.readouterr().err
+
+
+@dataclass(frozen=True)
+class Mixed:
+    name: str
+    config: tuple = (8, "M", 16, "M")
+    scales: tuple[float, ...] = (0.5, 1.0)
+    sizes: tuple[int, ...] = ()
+    flags: tuple = (True, False)
+    anything: tuple = ()
+
+
+def test_parse_setting_types_tuple_elements_from_the_default():
+    base = Mixed("laptop")
+    assert P.parse_setting("config=64,M,128,M", base) == ("config", (64, "M", 128, "M"))
+    assert P.parse_setting("config = 64, M ,-2", base) == ("config", (64, "M", -2))
+    assert P.parse_setting("scales=1,0.25,1e-3", base) == ("scales", (1.0, 0.25, 1e-3))
+    assert all(type(v) is float for v in P.parse_setting("scales=1,2", base)[1])
+    # an empty default is typed by the annotation, an untyped one as ints where they parse
+    assert P.parse_setting("sizes=3,4", base) == ("sizes", (3, 4))
+    assert P.parse_setting("anything=3,x", base) == ("anything", (3, "x"))
+    assert P.parse_setting("flags=true,FALSE", base) == ("flags", (True, False))
+    assert P.parse_setting("sizes=", base) == ("sizes", ())
+    # from the real experiment whose --set failed
+    from eqlib.experiments import gcnn_barrier
+    full = gcnn_barrier.BUDGETS["full"]
+    key, value = P.parse_setting("config=64,M,128,M", full)
+    assert value == (64, "M", 128, "M") and type(value[0]) is int
+    bad = {"config=64,X": "'X' is not a int/str or one of \\['M'\\]",
+           "config=64,,M": "empty element", "config=6.5,M": "'6.5'",
+           "sizes=3,x": "'x' is not a int", "scales=1,a": "'a' is not a float",
+           "flags=true,2": "'2' is not a bool"}
+    for text, message in bad.items():
+        with pytest.raises(ValueError, match=message) as info:
+            P.parse_setting(text, base)
+        assert repr(text.split("=", 1)[0]) in str(info.value)  # names the setting
+    with pytest.raises(ValueError, match="cannot read '64,Q' as the tuple setting 'config'"):
+        P.parse_setting("config=64,Q", full)
+    with pytest.raises(ValueError, match="expected an integer"):
+        P.parse_setting("epochs=2.5", BUDGETS["laptop"])
