@@ -13,7 +13,8 @@
 Chapters: *The main theorem* (book/part2/06_main_theorem), *MLPs: tanh, ReLU, GELU*
 (book/part2/07_mlps), *Attention* (book/part2/08_attention).
 """
-from .lstsq import LinearFit, fit_linear_action, linear_equivariance_error, paired_features, relative_errors
+from .lstsq import (SAMPLINGS, LinearFit, fit_linear_action, linear_equivariance_error, paired_features,
+                    relative_errors, row_space_factor)
 from .units import assign, match_units
 from .result import LatentActions, MonomialAction, homomorphism_error, layer_errors
 from .weights import lift_action, recover_by_weights
@@ -25,7 +26,8 @@ from .attention import (AttentionLatentAction, PlantedAttention, TokenAction, he
                         recover_attention_network, recover_token_permutation, transport_parameters, unpatchify)
 
 __all__ = [
-    "LinearFit", "fit_linear_action", "linear_equivariance_error", "paired_features", "relative_errors",
+    "LinearFit", "SAMPLINGS", "fit_linear_action", "linear_equivariance_error", "paired_features", "relative_errors",
+    "row_space_factor",
     "assign", "match_units",
     "LatentActions", "MonomialAction", "homomorphism_error", "layer_errors", "lift_action", "recover_by_weights",
     "recover_by_activations", "equivariant_weight", "hidden_representation", "plant_equivariant",

@@ -54,7 +54,7 @@ def _reduce(model, notes: list[str], degenerate: bool):
 def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weights", x: Tensor | None = None,
                    tol: float | None = None, reduce: bool = True, num_probes: int = 256, seed: int = 0,
                    samples: int | Tensor = 100_000, fit_fraction: float = 0.5, ridge: float = 0.0,
-                   solver: str | None = None, noise_scale: float = 1.0) -> LatentActions:
+                   solver: str | None = None, noise_scale: float = 1.0, sampling: str = "inputs") -> LatentActions:
     """Recover the latent actions k_i(g) of an equivariant MLP and diagnose them.
 
     Args:
@@ -72,7 +72,7 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
             homomorphisms k̃_i: G → K̃_i are recovered on the reduced network and lifted
             to V_i (the weak case of the theorem; see :class:`~eqlib.latent.LatentActions`).
         num_probes, seed: default probes.
-        samples, fit_fraction, ridge, solver, noise_scale: (``"lstsq"``) as in
+        samples, fit_fraction, ridge, solver, noise_scale, sampling: (``"lstsq"``) as in
             :func:`~eqlib.latent.linear_equivariance_error`.
 
     Returns:
@@ -164,7 +164,7 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
             worst, dist = 0.0, 0.0
             prefix = model.prefix(i)
             for g in G:
-                F, Fg = paired_features(prefix, rho_in, g, samples, seed, noise_scale)
+                F, Fg = paired_features(prefix, rho_in, g, samples, seed, noise_scale, sampling=sampling)
                 fit = fit_linear_action(F, Fg, fit_fraction, ridge, solver)
                 mats.append(fit.A.cpu())
                 worst = max(worst, fit.median_error)

@@ -177,3 +177,16 @@ def test_adjoint_path_without_bias_and_every_activation(activation):
                                use_adjoint=False)
         for a, b in zip(fast, slow):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_latent_actions_passes_the_sampling_through():
+    from eqlib.actions import mirror, trivial
+    from eqlib.groups import flip
+    from eqlib.latent import latent_actions, plant_equivariant
+    G = flip()
+    rin, rout = mirror((1, 4, 8)), trivial(G, 3)
+    net, _ = plant_equivariant(G, rin, rout, [32, 8, 8, 3], "tanh", seed=0)
+    for sampling in ("inputs", "row_space", "auto"):
+        assert latent_actions(net, rin, rout, method="lstsq", samples=4000, sampling=sampling).ok
+    with pytest.raises(ValueError, match="sampling"):
+        latent_actions(net, rin, rout, method="lstsq", samples=4000, sampling="bogus")
