@@ -270,6 +270,111 @@ def _rel(a: Tensor, b: Tensor) -> Tensor:
     return (a - b).flatten(-2).norm(dim=-1) / b.flatten(-2).norm(dim=-1).clamp_min(1e-12)
 
 
+def _fit_partner_basis(W1: Tensor, W1g: Tensor, W2: Tensor, W2g: Tensor, rcond: float = 1e-6,
+                       tries: int = 8) -> tuple[Tensor, float]:
+    """Per head, an invertible C (d, d) with W1 C = W1g and W2 C^{-ᵀ} = W2g, and the
+    worse relative error of the two relations.
+
+    Both relations are imposed together, as the linear system W1 C = W1g, W2g Cᵀ = W2
+    (least squares through the SVD, singular values below ``rcond`` times the largest
+    dropped): fitting C to W1 alone leaves it undetermined when W1 has rank < d (a
+    degenerate head), and the minimum-norm solution is then singular. When the joint
+    system still leaves freedom, the best-conditioned of a few solutions is taken: the
+    minimum-norm one, the one nearest to I (I itself for g = e) and ``tries`` seeded
+    generic ones (det is a polynomial on the affine solution space, so a generic
+    solution is invertible whenever any is). The error uses C^{-1}; it is ∞ when no
+    invertible C was found.
+
+    Args:
+        W1, W1g: (H, m, d); W2, W2g: (H, p, d).
+    """
+    dtype = W1.dtype
+    W1, W1g, W2, W2g = (w.detach().double() for w in (W1, W1g, W2, W2g))
+    H, d = W1.shape[0], W1.shape[-1]
+    eye = torch.eye(d, dtype=W1.dtype)
+    # row-major vec(C): vec(W1 C) = M1 vec(C), vec(W2g Cᵀ) = M2 vec(C)
+    M1 = torch.einsum("hai,jk->hajik", W1, eye).reshape(H, -1, d * d)
+    M2 = torch.einsum("haj,ik->haikj", W2g, eye).reshape(H, -1, d * d)
+    w1 = W1g.flatten(-2).norm(dim=-1).clamp_min(1e-12)[:, None, None]  # equal weight to both relations
+    w2 = W2.flatten(-2).norm(dim=-1).clamp_min(1e-12)[:, None, None]
+    M = torch.cat([M1 / w1, M2 / w2], dim=1)
+    rhs = torch.cat([W1g.reshape(H, -1) / w1[..., 0], W2.reshape(H, -1) / w2[..., 0]], dim=1)
+    U, s, Vh = torch.linalg.svd(M, full_matrices=False)
+    gen = torch.Generator().manual_seed(0)
+    Cs = []
+    for h in range(H):
+        keep = s[h] > rcond * s[h, 0]
+        c0 = Vh[h, keep].T @ ((U[h, :, keep].T @ rhs[h]) / s[h, keep])
+        null = Vh[h, int(keep.sum()):]  # directions the two relations leave free
+        candidates = [c0]
+        if len(null):
+            candidates.append(c0 + null.T @ (null @ (eye.reshape(-1) - c0)))
+            scale = float(c0.norm()) / d ** 0.5 + 1.0
+            candidates += [c0 + scale * null.T @ torch.randn(len(null), generator=gen, dtype=M.dtype)
+                           for _ in range(tries)]
+        conds = [float((sv := torch.linalg.svdvals(c.reshape(d, d)))[-1] / sv[0].clamp_min(1e-300))
+                 for c in candidates]
+        Cs.append(candidates[int(np.argmax(conds))].reshape(d, d))
+    C = torch.stack(Cs)
+    sv = torch.linalg.svdvals(C)
+    if not bool((sv[:, -1] > 1e-10 * sv[:, 0]).all()):
+        return C.to(dtype), float("inf")
+    err1 = _rel(W1 @ C, W1g).max()
+    err2 = _rel(W2 @ torch.linalg.inv(C).mT, W2g).max()
+    return C.to(dtype), float(max(err1, err2))
+
+
+def _per_head(t: Tensor) -> Tensor:
+    """(N, H, n, m) activations → (H, N·n, m), one block per head for :func:`_rel`."""
+    return t.transpose(0, 1).reshape(t.shape[1], -1, t.shape[-1])
+
+
+def _tie_classes(signature: Tensor, tol: float) -> list[np.ndarray]:
+    """Classes of heads whose signatures (H, ·, ·) coincide up to relative error tol."""
+    from scipy.sparse.csgraph import connected_components
+
+    close = _rel(signature[:, None], signature[None, :]) <= tol
+    k, labels = connected_components((close | close.T).numpy(), directed=False)
+    return [np.flatnonzero(labels == c) for c in range(k)]
+
+
+def _assign(cost: Tensor) -> np.ndarray:
+    """The permutation t minimising Σ_h cost[h, t[h]] (linear_sum_assignment)."""
+    rows, cols = linear_sum_assignment(cost.numpy())
+    t = np.empty(cost.shape[0], dtype=np.int64)
+    t[rows] = cols
+    return t
+
+
+def _match_heads_from_activations(cost_maps: Tensor, cost_out: Tensor, maps_gx: Tensor, out_gx: Tensor,
+                                  tau_weights: np.ndarray, tol: float) -> tuple[np.ndarray, list[list[int]]]:
+    """τ_g from activations: the attention maps first; among heads of g·X whose maps
+    coincide (equal Q products give equal maps), the per-head outputs decide; among
+    heads whose maps and outputs both coincide (interchangeable on the probes), the
+    weights' τ_g is taken when it maps the tied heads onto themselves.
+
+    Returns:
+        (tau, ties): tau (H,) and the classes of heads of g·X (size > 1) that the
+        activations could not tell apart.
+    """
+    tau = _assign(cost_maps)
+    ties = []
+    for cls in _tie_classes(_per_head(maps_gx), tol):
+        if len(cls) < 2:
+            continue
+        src = np.flatnonzero(np.isin(tau, cls))  # heads of X sent into this class
+        tau[src] = cls[_assign(cost_out[src][:, cls])]
+        for sub in _tie_classes(_per_head(out_gx)[cls], tol):
+            if len(sub) < 2:
+                continue
+            sub = cls[sub]
+            ties.append(sorted(int(j) for j in sub))
+            src = np.flatnonzero(np.isin(tau, sub))
+            if set(tau_weights[src].tolist()) == set(sub.tolist()):
+                tau[src] = tau_weights[src]
+    return tau, ties
+
+
 def match_heads(layer: MultiHeadAttention, action_in: TokenAction, g: GroupElement,
                 out_features: Tensor | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The head permutation τ_g read off the parameters.
@@ -336,13 +441,23 @@ class AttentionLatentAction:
 
     Attributes:
         head_perm: τ_g from the parameters (head h on X ↔ head τ_g(h) on g·X).
-        head_perm_maps: τ_g from the attention maps of X and g·X (activations).
+        head_perm_maps: τ_g from the activations of X and g·X: matched by the attention
+            maps; heads whose maps coincide (equal Q products give equal maps) are told
+            apart by their outputs, head τ(h) on g·X giving Π_g (head h on X) S_gᵀ.
+        head_ties: classes of heads of g·X (lists, only those of size > 1) whose maps
+            and outputs coincide on the probes, so the activations cannot tell them
+            apart; within such a class ``head_perm_maps`` takes ``head_perm``'s choice
+            when that maps the class onto itself (empty list: no ties).
         token_perm: π_g recovered from the attention maps (token i moves to π_g[i]).
         token_perm_given: π_g of the input action.
         A, B: per-head changes of basis (H, d_k, d_k), (H, d_v, d_v) with
-            R_g^{-ᵀ} W_Q^h = W_Q^{τ(h)} A_h and R_g^{-ᵀ} W_V^h = W_V^{τ(h)} B_h.
+            R_g^{-ᵀ} W_Q^h = W_Q^{τ(h)} A_h, R_g^{-ᵀ} W_K^h = W_K^{τ(h)} A_h^{-ᵀ} and
+            R_g^{-ᵀ} W_V^h = W_V^{τ(h)} B_h, W_O^h S_gᵀ = B_h^{-1} W_O^{τ(h)}, each pair
+            fitted jointly by least squares (unique when the head's factors have full
+            rank; for a degenerate head, one invertible solution).
         head_residual: per head, the matched product cost (0 when exact).
-        basis_residual: rel. error of the K and O relations given A, B.
+        basis_residual: worst rel. error of the four relations above (∞ when no
+            invertible A_h or B_h was found).
         positional_residual: ‖Π_g P R_gᵀ − P‖/‖P‖ (0 iff P is equivariant; None w/o P).
         maps_residual: ‖maps(g·X)[τ(h)] − Π maps(X)[h] Πᵀ‖ / ‖maps(g·X)‖.
         output_residual: ‖f(g·X) − g·f(X)‖ / ‖f(X)‖.
@@ -358,6 +473,7 @@ class AttentionLatentAction:
     group: FiniteGroup
     head_perm: dict[str, np.ndarray] = field(default_factory=dict)
     head_perm_maps: dict[str, np.ndarray] = field(default_factory=dict)
+    head_ties: dict[str, list[list[int]]] = field(default_factory=dict)
     token_perm: dict[str, np.ndarray] = field(default_factory=dict)
     token_perm_given: dict[str, np.ndarray] = field(default_factory=dict)
     A: dict[str, Tensor] = field(default_factory=dict)
@@ -372,8 +488,8 @@ class AttentionLatentAction:
     tol: float = 1e-4
 
     def __post_init__(self):
-        for f in ("head_perm", "head_perm_maps", "token_perm", "token_perm_given", "A", "B", "head_residual",
-                  "basis_residual", "positional_residual", "maps_residual", "output_residual",
+        for f in ("head_perm", "head_perm_maps", "head_ties", "token_perm", "token_perm_given", "A", "B",
+                  "head_residual", "basis_residual", "positional_residual", "maps_residual", "output_residual",
                   "head_space_residual", "S"):
             setattr(self, f, ByElement(self.group, getattr(self, f)))
 
@@ -421,7 +537,8 @@ class AttentionLatentAction:
         for g in self.head_perm:
             pos = self.positional_residual[g]
             lines.append(
-                f"  {g.name}: heads h→τ(h) {self.head_perm[g].tolist()} (maps say {self.head_perm_maps[g].tolist()}), "
+                f"  {g.name}: heads h→τ(h) {self.head_perm[g].tolist()} (maps say {self.head_perm_maps[g].tolist()}"
+                + (f"; heads {self.head_ties[g]} look alike" if self.head_ties.get(g) else "") + "), "
                 f"tokens {self.token_perm[g].tolist()}"
                 + ("" if np.array_equal(self.token_perm[g], self.token_perm_given[g]) else
                    f" (input action: {self.token_perm_given[g].tolist()})")
@@ -441,8 +558,9 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
 
     For every g: transport θ by the adjunction, match heads by their products (τ_g),
     solve for the per-head changes of basis A_h, B_h, check the positional encodings,
-    match heads again from the attention maps of X and g·X, and recover the token
-    permutation from the matched maps.
+    match heads again from the attention maps of X and g·X (heads with coinciding maps
+    told apart by their outputs), and recover the token permutation from the matched
+    maps.
 
     Args:
         layer: a MultiHeadAttention layer (or a depth-1 AttentionNetwork).
@@ -479,16 +597,18 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
     res = AttentionLatentAction(G, tol=tol)
     action_out = TokenAction(G, out_features, d_out, token_perms=action_in.perms)
     with torch.no_grad():
-        maps_x, fx = layer.attention_maps(x), layer(x)
+        maps_x, fx, out_x = layer.attention_maps(x), layer(x), layer.head_outputs(x)
         for g in G:
             S = out_features.matrix(g) if out_features is not None else torch.eye(d_out)
             tau, _, resid = match_heads(layer, action_in, g, S)
             moved = transport_parameters(layer, action_in, g, S)
-            # per-head changes of basis: W^{τ(h)} A_h = (g·W)^h, then check the partner relation
-            A = torch.linalg.lstsq(layer.W_Q[tau], moved["W_Q"], driver="gelsd").solution
-            B = torch.linalg.lstsq(layer.W_V[tau], moved["W_V"], driver="gelsd").solution
-            err_k = _rel(layer.W_K[tau] @ torch.linalg.pinv(A).transpose(-1, -2), moved["W_K"]).max()
-            err_o = _rel(torch.linalg.pinv(B) @ layer.W_O[tau], moved["W_O"]).max()
+            # per-head changes of basis: W_Q^{τ(h)} A_h = (g·W_Q)^h with W_K^{τ(h)} A_h^{-ᵀ} = (g·W_K)^h,
+            # and W_V^{τ(h)} B_h = (g·W_V)^h with B_h^{-1} W_O^{τ(h)} = (g·W_O)^h, each pair fitted jointly
+            A, err_qk = _fit_partner_basis(layer.W_Q[tau], moved["W_Q"], layer.W_K[tau], moved["W_K"])
+            # (the O relation transposed: W_O^{τ(h)ᵀ} B_h^{-ᵀ} = (g·W_O)^{hᵀ}, so the fit gives C = B_h^{-ᵀ})
+            C, err_vo = _fit_partner_basis(layer.W_O[tau].mT, moved["W_O"].mT, layer.W_V[tau], moved["W_V"])
+            B_inv = C.mT
+            B = torch.linalg.inv(B_inv) if np.isfinite(err_vo) else torch.linalg.pinv(B_inv)
             gx = action_in.act(g, x)
             maps_gx = layer.attention_maps(gx)
             pi_given = action_in.token_permutation(g)
@@ -496,16 +616,18 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             expected = maps_x[..., inv, :][..., inv]  # Π maps(X) Πᵀ, head by head
             cost = _rel(maps_gx.transpose(0, 1)[None, :], expected.transpose(0, 1)[:, None])
             cost = cost.mean(-1)  # (H, H): expected head h vs head j of g·X
-            r, c = linear_sum_assignment(cost.numpy())
-            tau_maps = np.empty(layer.heads, dtype=np.int64)
-            tau_maps[r] = c
+            # each head's output: head τ(h) on g·X gives Π (head h on X) S_gᵀ
+            out_gx = layer.head_outputs(gx)
+            expected_out = action_in.permute_tokens(g, out_x) @ S.T
+            cost_out = _rel(_per_head(out_gx)[None, :], _per_head(expected_out)[:, None])
+            tau_maps, ties = _match_heads_from_activations(cost, cost_out, maps_gx, out_gx, tau, tol)
             pi, _ = recover_token_permutation(maps_x, maps_gx[:, torch.as_tensor(tau)])
             name = g
-            res.head_perm[name], res.head_perm_maps[name] = tau, tau_maps
+            res.head_perm[name], res.head_perm_maps[name], res.head_ties[name] = tau, tau_maps, ties
             res.token_perm[name], res.token_perm_given[name] = pi, pi_given
             res.A[name], res.B[name] = A, B
             res.head_residual[name] = resid
-            res.basis_residual[name] = float(max(err_k, err_o))
+            res.basis_residual[name] = max(err_qk, err_vo)
             res.positional_residual[name] = None if layer.P is None else float(_rel(moved["P"], layer.P))
             res.maps_residual[name] = float((maps_gx[:, torch.as_tensor(tau)] - expected).norm()
                                             / maps_gx.norm().clamp_min(1e-12))
@@ -514,7 +636,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             res.S[name] = S.clone()
             # the per-head space: Y_{τ(h)}(g·X) = Π_g Y_h(X) B_h^{-1}
             y_gx = layer.head_values(gx)[:, torch.as_tensor(tau)]
-            y_moved = action_in.permute_tokens(g, layer.head_values(x)) @ torch.linalg.pinv(B)[None]
+            y_moved = action_in.permute_tokens(g, layer.head_values(x)) @ B_inv[None]
             res.head_space_residual[name] = float(_rel(y_gx.transpose(0, 1), y_moved.transpose(0, 1)).max())
     return res
 
