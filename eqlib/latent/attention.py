@@ -35,6 +35,7 @@ from ..actions import (Action, MatrixAction, PermutationAction, check_homomorphi
 from ..groups import FiniteGroup, GroupElement, flip
 from ..models.attention import AttentionNetwork, MultiHeadAttention
 from ..models.base import Model
+from ..validation import check_float, check_tensor, show
 from ..symmetries import random_invertible, apply_attention_symmetry, sample_attention_symmetry
 from .result import MonomialAction
 
@@ -226,6 +227,16 @@ def _layer(model: MultiHeadAttention | AttentionNetwork) -> MultiHeadAttention:
     raise ValueError(f"expected a MultiHeadAttention layer or an AttentionNetwork, got {type(model).__name__}")
 
 
+def _check_token_action(layer: MultiHeadAttention, action_in: object) -> TokenAction:
+    """action_in must be a TokenAction on the layer's (n, d_in) tokens."""
+    if not isinstance(action_in, TokenAction):
+        raise TypeError(f"action_in must be a TokenAction, got {type(action_in).__name__} {show(action_in)}")
+    if (action_in.n_tokens, action_in.token_dim) != tuple(layer.in_shape):
+        raise ValueError(f"action_in acts on ({action_in.n_tokens}, {action_in.token_dim}) tokens, "
+                         f"the layer takes {tuple(layer.in_shape)}")
+    return action_in
+
+
 def head_products(layer: MultiHeadAttention) -> tuple[Tensor, Tensor]:
     """The per-head products Q^h = W_Q^h W_K^{hᵀ} (H, d_in, d_in) and O^h = W_V^h W_O^h
     (H, d_in, d_out). They do not change under per-head changes of basis
@@ -255,9 +266,16 @@ def transport_parameters(layer: MultiHeadAttention, action_in: TokenAction, g: G
     Chapter: *Attention*.
     """
     layer = _layer(layer)
+    _check_token_action(layer, action_in)
+    d_out = layer.out_shape[1]
+    if out_features is not None:
+        check_tensor("out_features", out_features, ndim=2, dtypes="float", finite=True)
+        if tuple(out_features.shape) != (d_out, d_out):
+            raise ValueError(f"out_features must be the matrix S_g of shape ({d_out}, {d_out}), "
+                             f"got shape {tuple(out_features.shape)}")
     R = action_in.feature_matrix(g).to(layer.W_Q)
     Rit = torch.linalg.inv(R).T
-    S = torch.eye(layer.out_shape[1]) if out_features is None else out_features.to(layer.W_Q)
+    S = torch.eye(d_out) if out_features is None else out_features.to(layer.W_Q)
     with torch.no_grad():
         out = {name: Rit @ getattr(layer, name) for name in ("W_Q", "W_K", "W_V")}
         out["W_O"] = layer.W_O @ S.T
@@ -583,16 +601,20 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
     """
     layer = _layer(layer)
     n, d_in = layer.in_shape
-    if (action_in.n_tokens, action_in.token_dim) != (n, d_in):
-        raise ValueError(f"the action is on ({action_in.n_tokens}, {action_in.token_dim}) tokens, "
-                         f"the layer takes ({n}, {d_in})")
-    if x.dim() != 3 or tuple(x.shape[1:]) != (n, d_in):
-        raise ValueError(f"x must have shape (N, {n}, {d_in}), got {tuple(x.shape)}")
+    _check_token_action(layer, action_in)
+    check_tensor("x", x, dtypes="float", finite=True)
+    if x.dim() != 3 or tuple(x.shape[1:]) != (n, d_in) or x.shape[0] == 0:
+        raise ValueError(f"x must have shape (N, {n}, {d_in}) with N >= 1, got {tuple(x.shape)}")
+    tol = check_float("tol", tol, low=0, low_open=True)
     d_out = layer.out_shape[1]
     if out_features is None and d_out == d_in and action_in.feature_action is not None:
         out_features = action_in.feature_action
+    if out_features is not None and not isinstance(out_features, Action):
+        raise TypeError(f"out_features must be an Action (S_g on the output features) or None, "
+                        f"got {type(out_features).__name__} {show(out_features)}")
     if out_features is not None and (out_features.dim != d_out or out_features.group != action_in.group):
-        raise ValueError(f"out_features must be an action of {action_in.group.name} on R^{d_out}")
+        raise ValueError(f"out_features must be an action of {action_in.group.name} on R^{d_out}, got one of "
+                         f"{out_features.group.name} on R^{out_features.dim}")
     G = action_in.group
     res = AttentionLatentAction(G, tol=tol)
     action_out = TokenAction(G, out_features, d_out, token_perms=action_in.perms)
