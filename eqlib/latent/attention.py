@@ -807,14 +807,22 @@ def _regular_block(stab: list[GroupElement], s: GroupElement, dim: int) -> Tenso
     return M
 
 
+def _most_rank(*candidates: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+    """The first pair of factors with the largest total rank (ties: the earlier one)."""
+    ranks = [sum(int(torch.linalg.matrix_rank(w)) for w in pair) for pair in candidates]
+    return candidates[int(np.argmax(ranks))]
+
+
 def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray | dict, d_out: int | None = None,
                                 out_features: Action | None = None, d_k: int = 4, d_v: int = 4,
                                 positional: bool = True, hide: bool = True, seed: int = 0) -> PlantedAttention:
     """An attention layer that is G-equivariant with a chosen head permutation, then hidden.
 
     Heads are built orbit by orbit: for a representative h0 with stabilizer G_{h0},
-    W^{h0} is averaged so that s·W^{h0} = W^{h0} A_s (A a sum of regular representations
-    of G_{h0}); then head τ_g(h0) := g·(head h0). P is averaged to Π_g P R_gᵀ = P. With
+    W^{h0} is averaged so that s·W^{h0} = W^{h0} A_s, with A a sum of regular
+    representations of G_{h0} or trivial (A_s = I), whichever leaves the factors more
+    rank (with R_s = I the regular one would force rank < d_k, a degenerate head); then
+    head τ_g(h0) := g·(head h0). P is averaged to Π_g P R_gᵀ = P. With
     ``hide``, a random attention symmetry (head permutation and per-head GL changes,
     :func:`eqlib.symmetries.sample_attention_symmetry`) is applied, which conjugates
     the planted head permutation.
@@ -866,13 +874,22 @@ def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray |
                 continue
             stab = [s for s in G if tau[s.index, h0] == h0]
             q0, k0, v0, o0 = layer.W_Q[h0], layer.W_K[h0], layer.W_V[h0], layer.W_O[h0]
-            Aq = [_regular_block(stab, s, d_k) for s in stab]
-            Bv = [_regular_block(stab, s, d_v) for s in stab]
-            # twirls: s·W_Q = W_Q A_s, s·W_K = W_K A_s^{-T}, s·W_V = W_V B_s, W_O S_s^T = B_s^{-1} W_O
-            q = sum(Rit[s.index] @ q0 @ torch.linalg.inv(a) for s, a in zip(stab, Aq)) / len(stab)
-            k = sum(Rit[s.index] @ k0 @ a.T for s, a in zip(stab, Aq)) / len(stab)
-            v = sum(Rit[s.index] @ v0 @ torch.linalg.inv(b) for s, b in zip(stab, Bv)) / len(stab)
-            o = sum(torch.linalg.inv(b) @ o0 @ torch.linalg.inv(S[s.index]).T for s, b in zip(stab, Bv)) / len(stab)
+            # twirls: s·W_Q = W_Q A_s, s·W_K = W_K A_s^{-T}, s·W_V = W_V B_s, W_O S_s^T = B_s^{-1} W_O,
+            # with A, B copies of the stabilizer's regular representation, or trivial (A_s = I) when
+            # that keeps more rank (e.g. R_s = I forces the regular twirl of W_Q to rank < d_k)
+            def twirl_qk(A):
+                return (sum(Rit[s.index] @ q0 @ torch.linalg.inv(a) for s, a in zip(stab, A)) / len(stab),
+                        sum(Rit[s.index] @ k0 @ a.T for s, a in zip(stab, A)) / len(stab))
+
+            def twirl_vo(B):
+                return (sum(Rit[s.index] @ v0 @ torch.linalg.inv(b) for s, b in zip(stab, B)) / len(stab),
+                        sum(torch.linalg.inv(b) @ o0 @ torch.linalg.inv(S[s.index]).T
+                            for s, b in zip(stab, B)) / len(stab))
+
+            q, k = _most_rank(twirl_qk([_regular_block(stab, s, d_k) for s in stab]),
+                              twirl_qk([torch.eye(d_k)] * len(stab)))
+            v, o = _most_rank(twirl_vo([_regular_block(stab, s, d_v) for s in stab]),
+                              twirl_vo([torch.eye(d_v)] * len(stab)))
             for g in G:
                 h = int(tau[g.index, h0])
                 if done[h]:

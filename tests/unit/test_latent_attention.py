@@ -303,6 +303,8 @@ def test_reviewer_case_identity_features_swapped_outputs():
             torch.testing.assert_close(layer(act.act(swap, x)), layer(x)[:, [1, 0, 3, 2]][..., [1, 0, 2]],
                                        atol=1e-5, rtol=1e-5)
             maps = layer.attention_maps(x)
+        for w in (layer.W_Q, layer.W_K, layer.W_V, layer.W_O):  # no degenerate head planted
+            assert torch.linalg.matrix_rank(w.detach()).tolist() == [2, 2, 2]
         h, h2 = np.flatnonzero(planted.head_perm[swap] != np.arange(3))
         torch.testing.assert_close(maps[:, h], maps[:, h2], atol=1e-6, rtol=1e-5)  # maps cannot tell them apart
         res = recover_attention_action(layer, act, x, out_features=swap_out)
@@ -429,3 +431,25 @@ def test_bad_inputs_to_transport_and_recovery():
         recover_attention_action(layer, act, torch.randn(2, 4, 3), tol=0)
     with pytest.raises(TypeError, match="x must be a torch.Tensor"):
         recover_attention_action(layer, act, np.zeros((2, 4, 3)))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_degenerate_heads_do_not_spoil_the_basis_fit(seed):
+    """A head whose W_Q, W_K, W_V have rank 1 < d_k = d_v = 2 (then hidden by random
+    per-head bases): W_Q alone does not determine A_h, and fitting it alone gave a
+    singular A_h and a basis residual of order 1 even for g = e. Every layer without
+    positional encodings is S_4-equivariant with τ_g = id, so the report must say so."""
+    G = symmetric(4)
+    act = TokenAction(G, None, token_dim=3)
+    layer = MultiHeadAttention(4, 3, 3, heads=2, d_k=2, d_v=2, positional=False, seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name in ("W_Q", "W_K", "W_V"):
+            w = getattr(layer, name)
+            w[0] = w[0][:, :1] @ torch.randn(1, 2, generator=gen)     # rank 1
+    layer = apply_attention_symmetry(layer, sample_attention_symmetry(layer, seed=seed))
+    assert torch.linalg.matrix_rank(layer.W_Q.detach()).tolist().count(1) == 1
+    res = recover_attention_action(layer, act, torch.randn(4, 4, 3, generator=gen))
+    assert res.equivariant, res.summary()
+    assert max(res.basis_residual.values()) < 1e-5
+    assert all(torch.linalg.matrix_rank(a).tolist() == [2, 2] for a in res.A.values())  # invertible A_h
