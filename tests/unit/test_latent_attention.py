@@ -355,8 +355,8 @@ def test_random_planted_layers_recovered_with_zero_identity_residual(case):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_identity_element_gives_zero_residuals_on_any_layer(seed):
     """g = e is a symmetry of every layer: whatever θ, its residuals are 0 and τ_e = id."""
-    act = TokenAction(pairs_action().group, conjugated(swap_features(pairs_action().group, 3), seed), 
-                      token_perms=pairs_action().perms)
+    pairs = pairs_action()
+    act = TokenAction(pairs.group, conjugated(swap_features(pairs.group, 3), seed), token_perms=pairs.perms)
     e = act.group.identity
     for positional in (False, True):
         layer = MultiHeadAttention(4, 3, 4, heads=3, d_k=2, d_v=3, positional=positional, seed=seed)
