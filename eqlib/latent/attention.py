@@ -35,6 +35,7 @@ from ..actions import (Action, MatrixAction, PermutationAction, check_homomorphi
 from ..groups import FiniteGroup, GroupElement, flip
 from ..models.attention import AttentionNetwork, MultiHeadAttention
 from ..models.base import Model
+from ..validation import check_float, check_tensor, show
 from ..symmetries import random_invertible, apply_attention_symmetry, sample_attention_symmetry
 from .result import MonomialAction
 
@@ -226,6 +227,16 @@ def _layer(model: MultiHeadAttention | AttentionNetwork) -> MultiHeadAttention:
     raise ValueError(f"expected a MultiHeadAttention layer or an AttentionNetwork, got {type(model).__name__}")
 
 
+def _check_token_action(layer: MultiHeadAttention, action_in: object) -> TokenAction:
+    """action_in must be a TokenAction on the layer's (n, d_in) tokens."""
+    if not isinstance(action_in, TokenAction):
+        raise TypeError(f"action_in must be a TokenAction, got {type(action_in).__name__} {show(action_in)}")
+    if (action_in.n_tokens, action_in.token_dim) != tuple(layer.in_shape):
+        raise ValueError(f"action_in acts on ({action_in.n_tokens}, {action_in.token_dim}) tokens, "
+                         f"the layer takes {tuple(layer.in_shape)}")
+    return action_in
+
+
 def head_products(layer: MultiHeadAttention) -> tuple[Tensor, Tensor]:
     """The per-head products Q^h = W_Q^h W_K^{hᵀ} (H, d_in, d_in) and O^h = W_V^h W_O^h
     (H, d_in, d_out). They do not change under per-head changes of basis
@@ -255,9 +266,16 @@ def transport_parameters(layer: MultiHeadAttention, action_in: TokenAction, g: G
     Chapter: *Attention*.
     """
     layer = _layer(layer)
+    _check_token_action(layer, action_in)
+    d_out = layer.out_shape[1]
+    if out_features is not None:
+        check_tensor("out_features", out_features, ndim=2, dtypes="float", finite=True)
+        if tuple(out_features.shape) != (d_out, d_out):
+            raise ValueError(f"out_features must be the matrix S_g of shape ({d_out}, {d_out}), "
+                             f"got shape {tuple(out_features.shape)}")
     R = action_in.feature_matrix(g).to(layer.W_Q)
     Rit = torch.linalg.inv(R).T
-    S = torch.eye(layer.out_shape[1]) if out_features is None else out_features.to(layer.W_Q)
+    S = torch.eye(d_out) if out_features is None else out_features.to(layer.W_Q)
     with torch.no_grad():
         out = {name: Rit @ getattr(layer, name) for name in ("W_Q", "W_K", "W_V")}
         out["W_O"] = layer.W_O @ S.T
@@ -268,6 +286,111 @@ def transport_parameters(layer: MultiHeadAttention, action_in: TokenAction, g: G
 def _rel(a: Tensor, b: Tensor) -> Tensor:
     """‖a − b‖ / max(‖b‖, tiny), over the last two axes."""
     return (a - b).flatten(-2).norm(dim=-1) / b.flatten(-2).norm(dim=-1).clamp_min(1e-12)
+
+
+def _fit_partner_basis(W1: Tensor, W1g: Tensor, W2: Tensor, W2g: Tensor, rcond: float = 1e-6,
+                       tries: int = 8) -> tuple[Tensor, float]:
+    """Per head, an invertible C (d, d) with W1 C = W1g and W2 C^{-ᵀ} = W2g, and the
+    worse relative error of the two relations.
+
+    Both relations are imposed together, as the linear system W1 C = W1g, W2g Cᵀ = W2
+    (least squares through the SVD, singular values below ``rcond`` times the largest
+    dropped): fitting C to W1 alone leaves it undetermined when W1 has rank < d (a
+    degenerate head), and the minimum-norm solution is then singular. When the joint
+    system still leaves freedom, the best-conditioned of a few solutions is taken: the
+    minimum-norm one, the one nearest to I (I itself for g = e) and ``tries`` seeded
+    generic ones (det is a polynomial on the affine solution space, so a generic
+    solution is invertible whenever any is). The error uses C^{-1}; it is ∞ when no
+    invertible C was found.
+
+    Args:
+        W1, W1g: (H, m, d); W2, W2g: (H, p, d).
+    """
+    dtype = W1.dtype
+    W1, W1g, W2, W2g = (w.detach().double() for w in (W1, W1g, W2, W2g))
+    H, d = W1.shape[0], W1.shape[-1]
+    eye = torch.eye(d, dtype=W1.dtype)
+    # row-major vec(C): vec(W1 C) = M1 vec(C), vec(W2g Cᵀ) = M2 vec(C)
+    M1 = torch.einsum("hai,jk->hajik", W1, eye).reshape(H, -1, d * d)
+    M2 = torch.einsum("haj,ik->haikj", W2g, eye).reshape(H, -1, d * d)
+    w1 = W1g.flatten(-2).norm(dim=-1).clamp_min(1e-12)[:, None, None]  # equal weight to both relations
+    w2 = W2.flatten(-2).norm(dim=-1).clamp_min(1e-12)[:, None, None]
+    M = torch.cat([M1 / w1, M2 / w2], dim=1)
+    rhs = torch.cat([W1g.reshape(H, -1) / w1[..., 0], W2.reshape(H, -1) / w2[..., 0]], dim=1)
+    U, s, Vh = torch.linalg.svd(M, full_matrices=False)
+    gen = torch.Generator().manual_seed(0)
+    Cs = []
+    for h in range(H):
+        keep = s[h] > rcond * s[h, 0]
+        c0 = Vh[h, keep].T @ ((U[h, :, keep].T @ rhs[h]) / s[h, keep])
+        null = Vh[h, int(keep.sum()):]  # directions the two relations leave free
+        candidates = [c0]
+        if len(null):
+            candidates.append(c0 + null.T @ (null @ (eye.reshape(-1) - c0)))
+            scale = float(c0.norm()) / d ** 0.5 + 1.0
+            candidates += [c0 + scale * null.T @ torch.randn(len(null), generator=gen, dtype=M.dtype)
+                           for _ in range(tries)]
+        conds = [float((sv := torch.linalg.svdvals(c.reshape(d, d)))[-1] / sv[0].clamp_min(1e-300))
+                 for c in candidates]
+        Cs.append(candidates[int(np.argmax(conds))].reshape(d, d))
+    C = torch.stack(Cs)
+    sv = torch.linalg.svdvals(C)
+    if not bool((sv[:, -1] > 1e-10 * sv[:, 0]).all()):
+        return C.to(dtype), float("inf")
+    err1 = _rel(W1 @ C, W1g).max()
+    err2 = _rel(W2 @ torch.linalg.inv(C).mT, W2g).max()
+    return C.to(dtype), float(max(err1, err2))
+
+
+def _per_head(t: Tensor) -> Tensor:
+    """(N, H, n, m) activations → (H, N·n, m), one block per head for :func:`_rel`."""
+    return t.transpose(0, 1).reshape(t.shape[1], -1, t.shape[-1])
+
+
+def _tie_classes(signature: Tensor, tol: float) -> list[np.ndarray]:
+    """Classes of heads whose signatures (H, ·, ·) coincide up to relative error tol."""
+    from scipy.sparse.csgraph import connected_components
+
+    close = _rel(signature[:, None], signature[None, :]) <= tol
+    k, labels = connected_components((close | close.T).numpy(), directed=False)
+    return [np.flatnonzero(labels == c) for c in range(k)]
+
+
+def _assign(cost: Tensor) -> np.ndarray:
+    """The permutation t minimising Σ_h cost[h, t[h]] (linear_sum_assignment)."""
+    rows, cols = linear_sum_assignment(cost.numpy())
+    t = np.empty(cost.shape[0], dtype=np.int64)
+    t[rows] = cols
+    return t
+
+
+def _match_heads_from_activations(cost_maps: Tensor, cost_out: Tensor, maps_gx: Tensor, out_gx: Tensor,
+                                  tau_weights: np.ndarray, tol: float) -> tuple[np.ndarray, list[list[int]]]:
+    """τ_g from activations: the attention maps first; among heads of g·X whose maps
+    coincide (equal Q products give equal maps), the per-head outputs decide; among
+    heads whose maps and outputs both coincide (interchangeable on the probes), the
+    weights' τ_g is taken when it maps the tied heads onto themselves.
+
+    Returns:
+        (tau, ties): tau (H,) and the classes of heads of g·X (size > 1) that the
+        activations could not tell apart.
+    """
+    tau = _assign(cost_maps)
+    ties = []
+    for cls in _tie_classes(_per_head(maps_gx), tol):
+        if len(cls) < 2:
+            continue
+        src = np.flatnonzero(np.isin(tau, cls))  # heads of X sent into this class
+        tau[src] = cls[_assign(cost_out[src][:, cls])]
+        for sub in _tie_classes(_per_head(out_gx)[cls], tol):
+            if len(sub) < 2:
+                continue
+            sub = cls[sub]
+            ties.append(sorted(int(j) for j in sub))
+            src = np.flatnonzero(np.isin(tau, sub))
+            if set(tau_weights[src].tolist()) == set(sub.tolist()):
+                tau[src] = tau_weights[src]
+    return tau, ties
 
 
 def match_heads(layer: MultiHeadAttention, action_in: TokenAction, g: GroupElement,
@@ -336,13 +459,23 @@ class AttentionLatentAction:
 
     Attributes:
         head_perm: τ_g from the parameters (head h on X ↔ head τ_g(h) on g·X).
-        head_perm_maps: τ_g from the attention maps of X and g·X (activations).
+        head_perm_maps: τ_g from the activations of X and g·X: matched by the attention
+            maps; heads whose maps coincide (equal Q products give equal maps) are told
+            apart by their outputs, head τ(h) on g·X giving Π_g (head h on X) S_gᵀ.
+        head_ties: classes of heads of g·X (lists, only those of size > 1) whose maps
+            and outputs coincide on the probes, so the activations cannot tell them
+            apart; within such a class ``head_perm_maps`` takes ``head_perm``'s choice
+            when that maps the class onto itself (empty list: no ties).
         token_perm: π_g recovered from the attention maps (token i moves to π_g[i]).
         token_perm_given: π_g of the input action.
         A, B: per-head changes of basis (H, d_k, d_k), (H, d_v, d_v) with
-            R_g^{-ᵀ} W_Q^h = W_Q^{τ(h)} A_h and R_g^{-ᵀ} W_V^h = W_V^{τ(h)} B_h.
+            R_g^{-ᵀ} W_Q^h = W_Q^{τ(h)} A_h, R_g^{-ᵀ} W_K^h = W_K^{τ(h)} A_h^{-ᵀ} and
+            R_g^{-ᵀ} W_V^h = W_V^{τ(h)} B_h, W_O^h S_gᵀ = B_h^{-1} W_O^{τ(h)}, each pair
+            fitted jointly by least squares (unique when the head's factors have full
+            rank; for a degenerate head, one invertible solution).
         head_residual: per head, the matched product cost (0 when exact).
-        basis_residual: rel. error of the K and O relations given A, B.
+        basis_residual: worst rel. error of the four relations above (∞ when no
+            invertible A_h or B_h was found).
         positional_residual: ‖Π_g P R_gᵀ − P‖/‖P‖ (0 iff P is equivariant; None w/o P).
         maps_residual: ‖maps(g·X)[τ(h)] − Π maps(X)[h] Πᵀ‖ / ‖maps(g·X)‖.
         output_residual: ‖f(g·X) − g·f(X)‖ / ‖f(X)‖.
@@ -358,6 +491,7 @@ class AttentionLatentAction:
     group: FiniteGroup
     head_perm: dict[str, np.ndarray] = field(default_factory=dict)
     head_perm_maps: dict[str, np.ndarray] = field(default_factory=dict)
+    head_ties: dict[str, list[list[int]]] = field(default_factory=dict)
     token_perm: dict[str, np.ndarray] = field(default_factory=dict)
     token_perm_given: dict[str, np.ndarray] = field(default_factory=dict)
     A: dict[str, Tensor] = field(default_factory=dict)
@@ -372,8 +506,8 @@ class AttentionLatentAction:
     tol: float = 1e-4
 
     def __post_init__(self):
-        for f in ("head_perm", "head_perm_maps", "token_perm", "token_perm_given", "A", "B", "head_residual",
-                  "basis_residual", "positional_residual", "maps_residual", "output_residual",
+        for f in ("head_perm", "head_perm_maps", "head_ties", "token_perm", "token_perm_given", "A", "B",
+                  "head_residual", "basis_residual", "positional_residual", "maps_residual", "output_residual",
                   "head_space_residual", "S"):
             setattr(self, f, ByElement(self.group, getattr(self, f)))
 
@@ -421,7 +555,8 @@ class AttentionLatentAction:
         for g in self.head_perm:
             pos = self.positional_residual[g]
             lines.append(
-                f"  {g.name}: heads h→τ(h) {self.head_perm[g].tolist()} (maps say {self.head_perm_maps[g].tolist()}), "
+                f"  {g.name}: heads h→τ(h) {self.head_perm[g].tolist()} (maps say {self.head_perm_maps[g].tolist()}"
+                + (f"; heads {self.head_ties[g]} look alike" if self.head_ties.get(g) else "") + "), "
                 f"tokens {self.token_perm[g].tolist()}"
                 + ("" if np.array_equal(self.token_perm[g], self.token_perm_given[g]) else
                    f" (input action: {self.token_perm_given[g].tolist()})")
@@ -441,8 +576,9 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
 
     For every g: transport θ by the adjunction, match heads by their products (τ_g),
     solve for the per-head changes of basis A_h, B_h, check the positional encodings,
-    match heads again from the attention maps of X and g·X, and recover the token
-    permutation from the matched maps.
+    match heads again from the attention maps of X and g·X (heads with coinciding maps
+    told apart by their outputs), and recover the token permutation from the matched
+    maps.
 
     Args:
         layer: a MultiHeadAttention layer (or a depth-1 AttentionNetwork).
@@ -465,30 +601,36 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
     """
     layer = _layer(layer)
     n, d_in = layer.in_shape
-    if (action_in.n_tokens, action_in.token_dim) != (n, d_in):
-        raise ValueError(f"the action is on ({action_in.n_tokens}, {action_in.token_dim}) tokens, "
-                         f"the layer takes ({n}, {d_in})")
-    if x.dim() != 3 or tuple(x.shape[1:]) != (n, d_in):
-        raise ValueError(f"x must have shape (N, {n}, {d_in}), got {tuple(x.shape)}")
+    _check_token_action(layer, action_in)
+    check_tensor("x", x, dtypes="float", finite=True)
+    if x.dim() != 3 or tuple(x.shape[1:]) != (n, d_in) or x.shape[0] == 0:
+        raise ValueError(f"x must have shape (N, {n}, {d_in}) with N >= 1, got {tuple(x.shape)}")
+    tol = check_float("tol", tol, low=0, low_open=True)
     d_out = layer.out_shape[1]
     if out_features is None and d_out == d_in and action_in.feature_action is not None:
         out_features = action_in.feature_action
+    if out_features is not None and not isinstance(out_features, Action):
+        raise TypeError(f"out_features must be an Action (S_g on the output features) or None, "
+                        f"got {type(out_features).__name__} {show(out_features)}")
     if out_features is not None and (out_features.dim != d_out or out_features.group != action_in.group):
-        raise ValueError(f"out_features must be an action of {action_in.group.name} on R^{d_out}")
+        raise ValueError(f"out_features must be an action of {action_in.group.name} on R^{d_out}, got one of "
+                         f"{out_features.group.name} on R^{out_features.dim}")
     G = action_in.group
     res = AttentionLatentAction(G, tol=tol)
     action_out = TokenAction(G, out_features, d_out, token_perms=action_in.perms)
     with torch.no_grad():
-        maps_x, fx = layer.attention_maps(x), layer(x)
+        maps_x, fx, out_x = layer.attention_maps(x), layer(x), layer.head_outputs(x)
         for g in G:
             S = out_features.matrix(g) if out_features is not None else torch.eye(d_out)
             tau, _, resid = match_heads(layer, action_in, g, S)
             moved = transport_parameters(layer, action_in, g, S)
-            # per-head changes of basis: W^{τ(h)} A_h = (g·W)^h, then check the partner relation
-            A = torch.linalg.lstsq(layer.W_Q[tau], moved["W_Q"], driver="gelsd").solution
-            B = torch.linalg.lstsq(layer.W_V[tau], moved["W_V"], driver="gelsd").solution
-            err_k = _rel(layer.W_K[tau] @ torch.linalg.pinv(A).transpose(-1, -2), moved["W_K"]).max()
-            err_o = _rel(torch.linalg.pinv(B) @ layer.W_O[tau], moved["W_O"]).max()
+            # per-head changes of basis: W_Q^{τ(h)} A_h = (g·W_Q)^h with W_K^{τ(h)} A_h^{-ᵀ} = (g·W_K)^h,
+            # and W_V^{τ(h)} B_h = (g·W_V)^h with B_h^{-1} W_O^{τ(h)} = (g·W_O)^h, each pair fitted jointly
+            A, err_qk = _fit_partner_basis(layer.W_Q[tau], moved["W_Q"], layer.W_K[tau], moved["W_K"])
+            # (the O relation transposed: W_O^{τ(h)ᵀ} B_h^{-ᵀ} = (g·W_O)^{hᵀ}, so the fit gives C = B_h^{-ᵀ})
+            C, err_vo = _fit_partner_basis(layer.W_O[tau].mT, moved["W_O"].mT, layer.W_V[tau], moved["W_V"])
+            B_inv = C.mT
+            B = torch.linalg.inv(B_inv) if np.isfinite(err_vo) else torch.linalg.pinv(B_inv)
             gx = action_in.act(g, x)
             maps_gx = layer.attention_maps(gx)
             pi_given = action_in.token_permutation(g)
@@ -496,16 +638,18 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             expected = maps_x[..., inv, :][..., inv]  # Π maps(X) Πᵀ, head by head
             cost = _rel(maps_gx.transpose(0, 1)[None, :], expected.transpose(0, 1)[:, None])
             cost = cost.mean(-1)  # (H, H): expected head h vs head j of g·X
-            r, c = linear_sum_assignment(cost.numpy())
-            tau_maps = np.empty(layer.heads, dtype=np.int64)
-            tau_maps[r] = c
+            # each head's output: head τ(h) on g·X gives Π (head h on X) S_gᵀ
+            out_gx = layer.head_outputs(gx)
+            expected_out = action_in.permute_tokens(g, out_x) @ S.T
+            cost_out = _rel(_per_head(out_gx)[None, :], _per_head(expected_out)[:, None])
+            tau_maps, ties = _match_heads_from_activations(cost, cost_out, maps_gx, out_gx, tau, tol)
             pi, _ = recover_token_permutation(maps_x, maps_gx[:, torch.as_tensor(tau)])
             name = g
-            res.head_perm[name], res.head_perm_maps[name] = tau, tau_maps
+            res.head_perm[name], res.head_perm_maps[name], res.head_ties[name] = tau, tau_maps, ties
             res.token_perm[name], res.token_perm_given[name] = pi, pi_given
             res.A[name], res.B[name] = A, B
             res.head_residual[name] = resid
-            res.basis_residual[name] = float(max(err_k, err_o))
+            res.basis_residual[name] = max(err_qk, err_vo)
             res.positional_residual[name] = None if layer.P is None else float(_rel(moved["P"], layer.P))
             res.maps_residual[name] = float((maps_gx[:, torch.as_tensor(tau)] - expected).norm()
                                             / maps_gx.norm().clamp_min(1e-12))
@@ -514,7 +658,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             res.S[name] = S.clone()
             # the per-head space: Y_{τ(h)}(g·X) = Π_g Y_h(X) B_h^{-1}
             y_gx = layer.head_values(gx)[:, torch.as_tensor(tau)]
-            y_moved = action_in.permute_tokens(g, layer.head_values(x)) @ torch.linalg.pinv(B)[None]
+            y_moved = action_in.permute_tokens(g, layer.head_values(x)) @ B_inv[None]
             res.head_space_residual[name] = float(_rel(y_gx.transpose(0, 1), y_moved.transpose(0, 1)).max())
     return res
 
@@ -663,14 +807,22 @@ def _regular_block(stab: list[GroupElement], s: GroupElement, dim: int) -> Tenso
     return M
 
 
+def _most_rank(*candidates: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+    """The first pair of factors with the largest total rank (ties: the earlier one)."""
+    ranks = [sum(int(torch.linalg.matrix_rank(w)) for w in pair) for pair in candidates]
+    return candidates[int(np.argmax(ranks))]
+
+
 def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray | dict, d_out: int | None = None,
                                 out_features: Action | None = None, d_k: int = 4, d_v: int = 4,
                                 positional: bool = True, hide: bool = True, seed: int = 0) -> PlantedAttention:
     """An attention layer that is G-equivariant with a chosen head permutation, then hidden.
 
     Heads are built orbit by orbit: for a representative h0 with stabilizer G_{h0},
-    W^{h0} is averaged so that s·W^{h0} = W^{h0} A_s (A a sum of regular representations
-    of G_{h0}); then head τ_g(h0) := g·(head h0). P is averaged to Π_g P R_gᵀ = P. With
+    W^{h0} is averaged so that s·W^{h0} = W^{h0} A_s, with A a sum of regular
+    representations of G_{h0} or trivial (A_s = I), whichever leaves the factors more
+    rank (with R_s = I the regular one would force rank < d_k, a degenerate head); then
+    head τ_g(h0) := g·(head h0). P is averaged to Π_g P R_gᵀ = P. With
     ``hide``, a random attention symmetry (head permutation and per-head GL changes,
     :func:`eqlib.symmetries.sample_attention_symmetry`) is applied, which conjugates
     the planted head permutation.
@@ -722,13 +874,22 @@ def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray |
                 continue
             stab = [s for s in G if tau[s.index, h0] == h0]
             q0, k0, v0, o0 = layer.W_Q[h0], layer.W_K[h0], layer.W_V[h0], layer.W_O[h0]
-            Aq = [_regular_block(stab, s, d_k) for s in stab]
-            Bv = [_regular_block(stab, s, d_v) for s in stab]
-            # twirls: s·W_Q = W_Q A_s, s·W_K = W_K A_s^{-T}, s·W_V = W_V B_s, W_O S_s^T = B_s^{-1} W_O
-            q = sum(Rit[s.index] @ q0 @ torch.linalg.inv(a) for s, a in zip(stab, Aq)) / len(stab)
-            k = sum(Rit[s.index] @ k0 @ a.T for s, a in zip(stab, Aq)) / len(stab)
-            v = sum(Rit[s.index] @ v0 @ torch.linalg.inv(b) for s, b in zip(stab, Bv)) / len(stab)
-            o = sum(torch.linalg.inv(b) @ o0 @ torch.linalg.inv(S[s.index]).T for s, b in zip(stab, Bv)) / len(stab)
+            # twirls: s·W_Q = W_Q A_s, s·W_K = W_K A_s^{-T}, s·W_V = W_V B_s, W_O S_s^T = B_s^{-1} W_O,
+            # with A, B copies of the stabilizer's regular representation, or trivial (A_s = I) when
+            # that keeps more rank (e.g. R_s = I forces the regular twirl of W_Q to rank < d_k)
+            def twirl_qk(A):
+                return (sum(Rit[s.index] @ q0 @ torch.linalg.inv(a) for s, a in zip(stab, A)) / len(stab),
+                        sum(Rit[s.index] @ k0 @ a.T for s, a in zip(stab, A)) / len(stab))
+
+            def twirl_vo(B):
+                return (sum(Rit[s.index] @ v0 @ torch.linalg.inv(b) for s, b in zip(stab, B)) / len(stab),
+                        sum(torch.linalg.inv(b) @ o0 @ torch.linalg.inv(S[s.index]).T
+                            for s, b in zip(stab, B)) / len(stab))
+
+            q, k = _most_rank(twirl_qk([_regular_block(stab, s, d_k) for s in stab]),
+                              twirl_qk([torch.eye(d_k)] * len(stab)))
+            v, o = _most_rank(twirl_vo([_regular_block(stab, s, d_v) for s in stab]),
+                              twirl_vo([torch.eye(d_v)] * len(stab)))
             for g in G:
                 h = int(tau[g.index, h0])
                 if done[h]:

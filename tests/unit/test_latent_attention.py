@@ -234,3 +234,222 @@ def test_results_are_keyed_by_element_and_names_still_work():
     assert set(d) == set(G.elements) and d["m"] == d[G["m"]] == 1 and "e" in d and "x" not in d
     with pytest.raises(TypeError, match="keys must be elements"):
         d[3] = 1
+
+
+# -- regression: R_g = I with S_g a swap of output features; degenerate heads; ties ---------
+def pairs_action(token_dim=3):
+    """Z2 swapping 4 tokens pairwise, features untouched (R_g = I)."""
+    return TokenAction(from_permutations([[1, 0, 3, 2]], name="Z2"), None, token_dim=token_dim)
+
+
+def swap_features(G, dim, swapped=(0, 1)):
+    from eqlib.actions import permutation
+
+    p = list(range(dim))
+    p[swapped[0]], p[swapped[1]] = swapped[1], swapped[0]
+    return permutation(G, {g: p if g != G.identity else list(range(dim)) for g in G})
+
+
+def conjugated(action, seed):
+    """The action M ρ(g) M^{-1} for a random well-conditioned M: not orthogonal, so
+    R^{-ᵀ} ≠ R and a transposition slip in a formula shows."""
+    from eqlib.actions import MatrixAction
+    from eqlib.symmetries import random_invertible
+
+    M = random_invertible(1, action.dim, torch.Generator().manual_seed(seed), 0.5)[0]
+    mats = torch.stack([M @ action.matrix(g) @ torch.linalg.inv(M) for g in action.group])
+    return MatrixAction(action.group, mats)
+
+
+def _assert_recovered(res, planted, ident_tol=1e-5, duplicates=False):
+    G = res.group
+    e = G.identity
+    assert res.equivariant, res.summary()
+    assert res.is_homomorphism()
+    # g = e: the identity permutation and residuals at rounding level, always
+    assert res.head_perm[e].tolist() == list(range(len(res.head_perm[e])))
+    assert res.head_perm_maps[e].tolist() == res.head_perm[e].tolist()
+    assert max(float(res.head_residual[e].max()), res.basis_residual[e], res.maps_residual[e],
+               res.output_residual[e], res.head_space_residual[e]) < ident_tol, res.summary()
+    for g in G:
+        moved = np.flatnonzero(planted.head_perm[g] != np.arange(len(planted.head_perm[g])))
+        if duplicates and len(moved):
+            # heads that trade places are exact copies (R_g = S_g = I): τ_g is not determined;
+            # the report must name the tie, and both matchings must agree on a valid τ_g
+            assert sorted(moved.tolist()) in res.head_ties[g], res.summary()
+            assert res.head_perm_maps[g].tolist() == res.head_perm[g].tolist()
+            assert res.head_perm[g].tolist() in (planted.head_perm[g].tolist(), list(range(len(moved) + 1)))
+            continue
+        assert res.head_perm[g].tolist() == planted.head_perm[g].tolist(), (g.name, res.summary())
+        assert res.head_perm_maps[g].tolist() == planted.head_perm[g].tolist(), (g.name, res.summary())
+        assert res.head_ties[g] == [] or duplicates
+
+
+def test_reviewer_case_identity_features_swapped_outputs():
+    """R_g = I, S_g swaps output features 0 and 1: the two heads that trade places have
+    equal Q products (so identical attention maps) and O products differing by S_g. The
+    layer is equivariant; the recovery must say so, with a zero residual at g = e, and the
+    activations must name the planted head permutation, not the identity."""
+    act = pairs_action()
+    G = act.group
+    swap, e = G.generators[0], G.identity
+    swap_out = swap_features(G, 3)
+    x = torch.randn(4, 4, 3, generator=torch.Generator().manual_seed(2))
+    for seed in range(5):
+        planted = plant_attention_equivariant(act, np.array([[0, 1, 2], [1, 0, 2]]), d_out=3,
+                                              out_features=swap_out, d_k=2, d_v=2, seed=seed)
+        layer = planted.layer
+        with torch.no_grad():  # equivariant, checked directly
+            torch.testing.assert_close(layer(act.act(swap, x)), layer(x)[:, [1, 0, 3, 2]][..., [1, 0, 2]],
+                                       atol=1e-5, rtol=1e-5)
+            maps = layer.attention_maps(x)
+        for w in (layer.W_Q, layer.W_K, layer.W_V, layer.W_O):  # no degenerate head planted
+            assert torch.linalg.matrix_rank(w.detach()).tolist() == [2, 2, 2]
+        h, h2 = np.flatnonzero(planted.head_perm[swap] != np.arange(3))
+        torch.testing.assert_close(maps[:, h], maps[:, h2], atol=1e-6, rtol=1e-5)  # maps cannot tell them apart
+        res = recover_attention_action(layer, act, x, out_features=swap_out)
+        _assert_recovered(res, planted)
+        assert res.basis_residual[e] < 1e-6 and res.basis_residual[swap] < 1e-5
+        assert res.head_ties[swap] == []          # the outputs told the two heads apart
+        assert "EQUIVARIANT" in res.summary()
+
+
+def _cases():
+    """(name, action_in, head_perms, d_out, out_features) over R_g = I and R_g ≠ I,
+    orthogonal and not, with the default and with explicit output actions."""
+    pairs = pairs_action()
+    Z2 = pairs.group
+    swap2 = np.array([[0, 1, 2], [1, 0, 2]])
+    c3 = c3_action()
+    tau3 = np.stack([np.concatenate([p, [3]]) for p in c3.group.permutations])
+    mirror = patch_mirror_action(SHAPE, PATCH)
+    swapm = np.array([[0, 1, 2, 3], [1, 0, 2, 3]])
+    from eqlib.actions import trivial
+
+    oblique = conjugated(swap_features(Z2, 3, (1, 2)), seed=11)
+    return [
+        ("R=I, S=I", pairs, swap2, 3, None),
+        ("R=I, S swap", pairs, swap2, 3, swap_features(Z2, 3)),
+        ("R=I, S oblique", pairs, swap2, 4, conjugated(swap_features(Z2, 4), seed=12)),
+        ("R oblique, S default", TokenAction(Z2, oblique, token_perms=pairs.perms), swap2, 3, None),
+        ("R oblique, S oblique", TokenAction(Z2, oblique, token_perms=pairs.perms), swap2, 4,
+         conjugated(swap_features(Z2, 4, (0, 3)), seed=13)),
+        ("C3 perm, S default", c3, tau3, 6, None),
+        ("C3 perm, S trivial", c3, tau3, 2, trivial(c3.group, 2)),
+        ("mirror, S default", mirror, swapm, 4, None),
+        ("mirror, S swap", mirror, swapm, 3, swap_features(mirror.group, 3)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_cases())), ids=[c[0] for c in _cases()])
+def test_random_planted_layers_recovered_with_zero_identity_residual(case):
+    name, act, tau, d_out, out = _cases()[case]
+    n, d = act.shape
+    for seed in range(4):
+        planted = plant_attention_equivariant(act, tau, d_out=d_out, out_features=out, d_k=2, d_v=2, seed=seed)
+        x = torch.randn(6, n, d, generator=torch.Generator().manual_seed(100 + seed))
+        res = recover_attention_action(planted.layer, act, x, out_features=planted.out_features)
+        _assert_recovered(res, planted, duplicates=name == "R=I, S=I")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_identity_element_gives_zero_residuals_on_any_layer(seed):
+    """g = e is a symmetry of every layer: whatever θ, its residuals are 0 and τ_e = id."""
+    pairs = pairs_action()
+    act = TokenAction(pairs.group, conjugated(swap_features(pairs.group, 3), seed), token_perms=pairs.perms)
+    e = act.group.identity
+    for positional in (False, True):
+        layer = MultiHeadAttention(4, 3, 4, heads=3, d_k=2, d_v=3, positional=positional, seed=seed)
+        out = conjugated(swap_features(act.group, 4), seed + 1)
+        res = recover_attention_action(layer, act, torch.randn(5, 4, 3), out_features=out)
+        assert res.head_perm[e].tolist() == [0, 1, 2] == res.head_perm_maps[e].tolist()
+        assert max(float(res.head_residual[e].max()), res.basis_residual[e], res.maps_residual[e],
+                   res.output_residual[e], res.head_space_residual[e], res.positional_residual[e] or 0) < 1e-6
+        assert not res.equivariant                 # but a random layer is not equivariant
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_transport_is_the_adjunction_for_oblique_actions(seed):
+    """f(X; g·θ) = g·f(g^{-1}·X; θ) with non-orthogonal R_g and S_g (so R^{-ᵀ} ≠ R)."""
+    import copy
+
+    from eqlib.latent.attention import transport_parameters
+
+    pairs = pairs_action()
+    G = pairs.group
+    act = TokenAction(G, conjugated(swap_features(G, 3), seed), token_perms=pairs.perms)
+    out = conjugated(swap_features(G, 4, (2, 3)), seed + 7)
+    act_out = TokenAction(G, out, token_perms=pairs.perms)
+    layer = MultiHeadAttention(4, 3, 4, heads=2, d_k=2, d_v=3, positional=True, seed=seed)
+    x = torch.randn(5, 4, 3, generator=torch.Generator().manual_seed(seed))
+    for g in G:
+        moved = transport_parameters(layer, act, g, out.matrix(g))
+        other = copy.deepcopy(layer)
+        with torch.no_grad():
+            for k, v in moved.items():
+                getattr(other, k).copy_(v)
+            torch.testing.assert_close(other(x), act_out.act(g, layer(act.act(~g, x))), atol=1e-5, rtol=1e-4)
+
+
+def test_duplicate_heads_are_reported_as_ties():
+    """Two identical heads: neither the weights nor the activations can tell them apart;
+    the report lists them as a tie and the two matchings agree."""
+    G = symmetric(4)
+    act = TokenAction(G, None, token_dim=3)
+    layer = MultiHeadAttention(4, 3, 3, heads=3, d_k=2, d_v=2, positional=False, seed=0)
+    with torch.no_grad():
+        for name in ("W_Q", "W_K", "W_V", "W_O"):
+            getattr(layer, name)[2] = getattr(layer, name)[0]
+    res = recover_attention_action(layer, act, torch.randn(4, 4, 3))
+    assert res.equivariant, res.summary()
+    for g in G:
+        assert res.head_ties[g] == [[0, 2]]
+        assert res.head_perm_maps[g].tolist() == res.head_perm[g].tolist()
+        assert res.head_perm[g][1] == 1
+    assert "look alike" in res.summary()
+
+
+def test_bad_inputs_to_transport_and_recovery():
+    from eqlib.latent.attention import match_heads, transport_parameters
+
+    act = pairs_action()
+    g = act.group.generators[0]
+    layer = MultiHeadAttention(4, 3, 3, heads=2, seed=0)
+    with pytest.raises(ValueError, match=r"out_features must be the matrix S_g of shape \(3, 3\)"):
+        transport_parameters(layer, act, g, torch.eye(2))
+    with pytest.raises(TypeError, match="out_features must be a torch.Tensor"):
+        match_heads(layer, act, g, [[1, 0, 0]])
+    with pytest.raises(TypeError, match="action_in must be a TokenAction"):
+        recover_attention_action(layer, swap_features(act.group, 3), torch.randn(2, 4, 3))
+    with pytest.raises(ValueError, match="action_in acts on"):
+        recover_attention_action(MultiHeadAttention(4, 5, 3, heads=2), act, torch.randn(2, 4, 5))
+    with pytest.raises(TypeError, match="out_features must be an Action"):
+        recover_attention_action(layer, act, torch.randn(2, 4, 3), out_features=torch.eye(3))
+    with pytest.raises(ValueError, match="out_features must be an action of Z2 on R\\^3"):
+        recover_attention_action(layer, act, torch.randn(2, 4, 3), out_features=swap_features(act.group, 4))
+    with pytest.raises(ValueError, match="tol must be"):
+        recover_attention_action(layer, act, torch.randn(2, 4, 3), tol=0)
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        recover_attention_action(layer, act, np.zeros((2, 4, 3)))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_degenerate_heads_do_not_spoil_the_basis_fit(seed):
+    """A head whose W_Q, W_K, W_V have rank 1 < d_k = d_v = 2 (then hidden by random
+    per-head bases): W_Q alone does not determine A_h, and fitting it alone gave a
+    singular A_h and a basis residual of order 1 even for g = e. Every layer without
+    positional encodings is S_4-equivariant with τ_g = id, so the report must say so."""
+    G = symmetric(4)
+    act = TokenAction(G, None, token_dim=3)
+    layer = MultiHeadAttention(4, 3, 3, heads=2, d_k=2, d_v=2, positional=False, seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name in ("W_Q", "W_K", "W_V"):
+            w = getattr(layer, name)
+            w[0] = w[0][:, :1] @ torch.randn(1, 2, generator=gen)     # rank 1
+    layer = apply_attention_symmetry(layer, sample_attention_symmetry(layer, seed=seed))
+    assert torch.linalg.matrix_rank(layer.W_Q.detach()).tolist().count(1) == 1
+    res = recover_attention_action(layer, act, torch.randn(4, 4, 3, generator=gen))
+    assert res.equivariant, res.summary()
+    assert max(res.basis_residual.values()) < 1e-5
+    assert all(torch.linalg.matrix_rank(a).tolist() == [2, 2] for a in res.A.values())  # invertible A_h
