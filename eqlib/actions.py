@@ -68,8 +68,8 @@ class Action:
         return self.act(g, eye).T.contiguous()  # columns are ρ(g) e_j
 
     def act_transpose(self, g: GroupElement, x: Tensor) -> Tensor:
-        """ρ(g)ᵀ x for x of shape (..., dim) (or (..., *shape)): the matrix-free way to
-        multiply a weight on the right, ``W ρ(g) = act_transpose(g, W)`` row by row.
+        """ρ(g)ᵀ x for x of shape ``(..., dim)`` (or ``(..., *shape)``): the matrix-free way
+        to multiply a weight on the right, ``W ρ(g) = act_transpose(g, W)`` row by row.
 
         The default goes through :meth:`matrix`; permutation-like actions override it
         with an index gather.
@@ -473,8 +473,8 @@ def reynolds(W: Tensor, rho_in: Action, rho_out: Action) -> Tensor:
     It is the orthogonal projection onto the intertwiners when the actions are orthogonal
     (and a projection onto them in general). Differentiable in W.
 
-    Computed without forming ρ(g): ρ_out(g) W acts on W's columns (:meth:`Action.act`) and
-    B ρ_in(g⁻¹) on B's rows (:meth:`Action.act_transpose`), so for permutation-like
+    Computed without forming ρ(g): ρ_out(g) W acts on W's columns (``Action.act``)
+    and B ρ_in(g⁻¹) on B's rows (:meth:`eqlib.actions.Action.act_transpose`), so for permutation-like
     actions each term is two index gathers (no d × d matrix).
 
     Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
