@@ -266,21 +266,20 @@ class DirectSum(Action):
         self.dim = sum(p.dim for p in self.parts)
         self.shape = (self.dim,)
 
-    def act(self, g: GroupElement, x: Tensor) -> Tensor:
+    def _blockwise(self, g: GroupElement, x: Tensor, method: str) -> Tensor:
+        """Apply ``method`` ("act" or "act_transpose") of each part to its block of x."""
         self._check(g)
         check_tensor("x", x)
         if x.ndim == 0 or x.shape[-1] != self.dim:
             raise ValueError(f"x must have shape (..., {self.dim}) for this direct sum, got {tuple(x.shape)}")
         chunks = torch.split(x, [p.dim for p in self.parts], dim=-1)
-        return torch.cat([p.act(g, c) for p, c in zip(self.parts, chunks)], dim=-1)
+        return torch.cat([getattr(p, method)(g, c) for p, c in zip(self.parts, chunks)], dim=-1)
+
+    def act(self, g: GroupElement, x: Tensor) -> Tensor:
+        return self._blockwise(g, x, "act")
 
     def act_transpose(self, g: GroupElement, x: Tensor) -> Tensor:
-        self._check(g)
-        check_tensor("x", x)
-        if x.ndim == 0 or x.shape[-1] != self.dim:
-            raise ValueError(f"x must have shape (..., {self.dim}) for this direct sum, got {tuple(x.shape)}")
-        chunks = torch.split(x, [p.dim for p in self.parts], dim=-1)
-        return torch.cat([p.act_transpose(g, c) for p, c in zip(self.parts, chunks)], dim=-1)
+        return self._blockwise(g, x, "act_transpose")
 
     def matrix(self, g: GroupElement) -> Tensor:
         return torch.block_diag(*[p.matrix(g) for p in self.parts])
