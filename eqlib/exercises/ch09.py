@@ -4,11 +4,16 @@ Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
 """
 from __future__ import annotations
 
+import copy
+
 import torch
 
+from ..latent.generalized import pair_set_symmetries, relating_sequences
+from ..models.sets import DeepSetsLayer, pair_swap_parameters
 from . import ExerciseError, passed, require
 
-__all__ = ["check_sum_pair_adjunction", "check_residual_invariant", "check_relating_count"]
+__all__ = ["check_sum_pair_adjunction", "check_residual_invariant", "check_relating_count",
+           "check_unrelated_layer"]
 
 
 def _tensor(x, name: str) -> torch.Tensor:
@@ -62,30 +67,91 @@ def check_sum_pair_adjunction(Lam, Gam, b, answer) -> None:
     passed("Correct: with a sum, T·θ = (−Λ, Γ + Λ, b); with the course's mean it is (−Λ, Γ + 2Λ, b)")
 
 
+def _swapped(layer):
+    """The layer with θ replaced by T·θ = (−Λ, Γ + 2Λ, b) (sets of two elements)."""
+    new = copy.deepcopy(layer)
+    with torch.no_grad():
+        for name, value in pair_swap_parameters(layer).items():
+            getattr(new, name).copy_(value)
+    return new
+
+
+def _relates(k, layers, layers_prime, x, y, tol: float = 1e-5) -> bool:
+    """Whether (id, k, id) relates θ' to θ for a two-layer network: the first relation
+    f_1(x; θ'_1) = k f_1(x; θ_1) on the input probes x, the second
+    f_2(k y; θ'_2) = f_2(y; θ_2) on *random* y ∈ V_1 (the definition's "for every y"),
+    not only on the latents the network reaches."""
+    (f1, f2), (g1, g2) = layers, layers_prime
+
+    def rel(a, b):
+        return float((a - b).norm() / b.norm().clamp_min(1e-12))
+
+    with torch.no_grad():
+        out = f1(x)
+        first = rel(g1(x).reshape(len(x), -1), out.reshape(len(x), -1) @ k.T)
+        moved = (y.reshape(len(y), -1) @ k.T).reshape(y.shape)
+        second = rel(g2(moved), f2(y))
+    return first <= tol and second <= tol
+
+
+def _random_latents(layer1, count: int = 64) -> torch.Tensor:
+    n, d = layer1.out_shape
+    return torch.randn(count, n, d, generator=torch.Generator().manual_seed(93))
+
+
 def check_relating_count(answer, layer1, layer2, x) -> None:
-    """ch09-ex4: the number of symmetries of V_1 (``pair_set_symmetries``) relating θ^T to
-    θ for the two-layer pair network ``(layer1, layer2)`` on the probes ``x``.
+    """ch09-ex4, part 1: the number of symmetries k of V_1 (``pair_set_symmetries``)
+    with which (id, k, id) relates θ^T to θ for the two-layer pair network
+    ``(layer1, layer2)``, in the sense of the chapter's definition: the relation of the
+    second layer must hold for every y ∈ V_1, which the checker tests on random y
+    (:func:`~eqlib.latent.generalized.relating_sequences` tests reached latents only).
 
     Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
-    import copy
-
-    from ..latent.generalized import pair_set_symmetries, relating_sequences
-    from ..models.sets import pair_swap_parameters
-
     require(isinstance(answer, int) and not isinstance(answer, bool),
             f"give the count as an int, got {answer!r}")
-
-    def swapped(layer):
-        new = copy.deepcopy(layer)
-        with torch.no_grad():
-            for name, value in pair_swap_parameters(layer).items():
-                getattr(new, name).copy_(value)
-        return new
-
     K1 = pair_set_symmetries(layer1.Lam.shape[1])
-    found = relating_sequences([layer1, layer2], [swapped(layer1), swapped(layer2)], [K1], x)
-    require(answer == len(found),
-            f"{answer} is not the number of relating symmetries: run relating_sequences "
-            "with the candidates pair_set_symmetries(d) and count what it returns")
-    passed(f"Correct: {len(found)} symmetries relate θ^T to θ, so θ is not identifiable")
+    layers, primed = [layer1, layer2], [_swapped(layer1), _swapped(layer2)]
+    reached = relating_sequences(layers, primed, [K1], x)
+    y = _random_latents(layer1)
+    truth = sum(_relates(K1[j], layers, primed, x, y) for (j,) in reached)
+    if answer != truth and answer == len(reached):
+        raise ExerciseError(
+            f"{answer} symmetries relate θ^T to θ on the latents the network reaches; the "
+            "definition asks the relation for every y ∈ V_1: test each candidate on random y")
+    require(answer == truth,
+            f"{answer} is not the number of relating symmetries: run relating_sequences with the "
+            "candidates pair_set_symmetries(d), then test each candidate it returns on random y ∈ V_1")
+    passed(f"Correct: {truth} symmetr{'y' if truth == 1 else 'ies'} of V_1 relate(s) θ^T to θ "
+           "for every y ∈ V_1")
+
+
+def check_unrelated_layer(layer1, layer2, other) -> None:
+    """ch09-ex4, part 2: ``other`` is a second layer such that the network
+    ``(layer1, other)`` computes the function of ``(layer1, layer2)`` while no symmetry k
+    of V_1 (``pair_set_symmetries``) relates the two parameters by (id, k, id); checked
+    on random inputs and, for the second layer, on random y ∈ V_1.
+
+    Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
+    """
+    require(isinstance(other, DeepSetsLayer),
+            f"q2_other must be a DeepSetsLayer, got {type(other).__name__}")
+    require(other.in_shape == layer2.in_shape and other.out_shape == layer2.out_shape,
+            f"q2_other must map {layer2.in_shape} to {layer2.out_shape} like q2, got "
+            f"{other.in_shape} to {other.out_shape}")
+    x = torch.randn(256, *layer1.in_shape, generator=torch.Generator().manual_seed(94))
+    with torch.no_grad():
+        want, got = layer2(layer1(x)), other(layer1(x))
+    err = float((got - want).norm() / want.norm())
+    require(err < 1e-5, f"(q1, q2_other) does not compute the function of (q1, q2) (relative "
+                        f"error {err:.3g}): with Λ_1 = 0 the two rows of f_1(X) are equal; what "
+                        "does the second layer then see of Λ_2 and Γ_2?")
+    K1 = pair_set_symmetries(layer1.Lam.shape[1])
+    y = _random_latents(layer1)
+    related = [j for j in range(len(K1)) if _relates(K1[j], [layer1, layer2], [layer1, other], x, y)]
+    require(not related,
+            f"{len(related)} symmetr{'y' if len(related) == 1 else 'ies'} of V_1 relate(s) "
+            "(q1, q2_other) to (q1, q2), so this θ' does not show that existence fails: change "
+            "Λ_2 and Γ_2 in a way that no symmetry does")
+    passed("Correct: same function, and no symmetry of V_1 relates the two parameters: "
+           "θ is not identifiable because existence fails")

@@ -1,9 +1,12 @@
+import copy
+
 import pytest
 import torch
 
 from eqlib.exercises import ExerciseError
 from eqlib.exercises.ch09 import (check_relating_count, check_residual_invariant,
-                                  check_sum_pair_adjunction)
+                                  check_sum_pair_adjunction, check_unrelated_layer)
+from eqlib.latent.generalized import pair_set_symmetries, relating_sequences
 from eqlib.models.sets import DeepSetsLayer
 
 
@@ -19,14 +22,71 @@ def test_sum_pair_adjunction():
         check_sum_pair_adjunction(Lam, Gam, b, (-Lam.T, Gam, b))
 
 
-def test_relating_count():
-    p1, p2 = DeepSetsLayer(2, 2, 3, seed=0), DeepSetsLayer(2, 3, 2, seed=10)
-    x = torch.randn(16, 2, 2, generator=torch.Generator().manual_seed(0))
+def _pair_network(zero_first_lambda: bool):
+    q1, q2 = DeepSetsLayer(2, 2, 3, seed=0), DeepSetsLayer(2, 3, 2, seed=10)
+    if zero_first_lambda:
+        with torch.no_grad():
+            q1.Lam.zero_()
+    return q1, q2, torch.randn(16, 2, 2, generator=torch.Generator().manual_seed(0))
+
+
+def test_relating_count_generic():
+    p1, p2, x = _pair_network(False)
     assert check_relating_count(1, p1, p2, x) is None          # generic: only k_1 = T
     with pytest.raises(ExerciseError, match="not the number"):
         check_relating_count(2, p1, p2, x)
     with pytest.raises(ExerciseError, match="int"):
         check_relating_count(1.0, p1, p2, x)
+
+
+def test_relating_count_is_one_for_every_y_not_eight():
+    """ch09-ex4 with Λ_1 = 0: the 8 symmetries that relate θ^T to θ on the reached latents
+    are not relating symmetries of the definition (for every y ∈ V_1); exactly one is.
+    Independent check: brute force over the 384 symmetries on random y, written here."""
+    q1, q2, x = _pair_network(True)
+    K1 = pair_set_symmetries(3)
+    primed = [copy.deepcopy(q1), copy.deepcopy(q2)]
+    with torch.no_grad():
+        for layer, new in zip((q1, q2), primed):
+            new.Lam.copy_(-layer.Lam)
+            new.Gam.copy_(layer.Gam + 2 * layer.Lam)
+    assert len(relating_sequences([q1, q2], primed, [K1], x)) == 8      # reached only
+    y = torch.randn(50, 2, 3, generator=torch.Generator().manual_seed(3))
+    count = 0
+    for k in K1:
+        with torch.no_grad():
+            first = torch.allclose(primed[0](x).reshape(16, -1), q1(x).reshape(16, -1) @ k.T,
+                                   atol=1e-5)
+            second = torch.allclose(primed[1]((y.reshape(50, -1) @ k.T).reshape(y.shape)), q2(y),
+                                    atol=1e-5)
+        count += first and second
+    assert count == 1
+    assert check_relating_count(1, q1, q2, x) is None
+    with pytest.raises(ExerciseError, match="every y"):                 # the old answer
+        check_relating_count(8, q1, q2, x)
+
+
+def test_unrelated_layer():
+    q1, q2, _ = _pair_network(True)
+    M = torch.randn(3, 2, generator=torch.Generator().manual_seed(2))
+    right = copy.deepcopy(q2)
+    with torch.no_grad():
+        right.Lam += M
+        right.Gam -= M
+    assert check_unrelated_layer(q1, q2, right) is None
+    swapped = copy.deepcopy(q2)                 # T·θ_2: same function, but related by k_1 = T
+    with torch.no_grad():
+        swapped.Lam.copy_(-q2.Lam)
+        swapped.Gam.copy_(q2.Gam + 2 * q2.Lam)
+    with pytest.raises(ExerciseError, match="relate"):
+        check_unrelated_layer(q1, q2, swapped)
+    other_function = copy.deepcopy(q2)
+    with torch.no_grad():
+        other_function.Lam += M
+    with pytest.raises(ExerciseError, match="does not compute"):
+        check_unrelated_layer(q1, q2, other_function)
+    with pytest.raises(ExerciseError, match="DeepSetsLayer"):
+        check_unrelated_layer(q1, q2, q2.Lam)
 
 
 def test_residual_checker():
