@@ -24,8 +24,10 @@ counts a submodel only when α_i and α*_i are *affine* (α*_i ∘ α_i = id): a
 a constant unit outputs σ(b), which α_i must reproduce; restricted because with
 arbitrary maps the GELU bypass network (W_1 = [A; −A], W_2 = [B, −B]) would have the
 linear network u ↦ B A u as a submodel via α(u) = (GELU(u), GELU(−u)), α*(h) = h₊ − h₋,
-with a nonlinear induced action α M α*. Relative to affine submodels that bypass
-parameter is neither identifiable nor weakly identifiable (chapters 3 and 4). Each neuron
+with a nonlinear induced action α M α*. That bypass parameter is not identifiable for
+m ≥ 2 (proved in chapter 4, ch04-prop-bypass part 2); that it is not weakly identifiable
+relative to affine submodels either is only a proof sketch there (part 3; chapter 7 proves
+a version for one instance relative to a rotation action, ch07-prop-bypass). Each neuron
 of V_i is a member of a *live class* t (h_j = c_j h̃_t), a *constant* (h_j = v_j) or a
 member of a *dead class*. Then
 

@@ -10,8 +10,8 @@ from ..models.mlp import MLP
 from ..symmetries import SymmetryGroup
 from . import ExerciseError, passed, require
 
-__all__ = ["check_transform", "check_relu_intertwiner_test", "check_linear_gelu_pair",
-           "check_parameter_orbit"]
+__all__ = ["check_transform", "relu_intertwiner_cases", "check_relu_intertwiner_test",
+           "check_linear_gelu_pair", "check_parameter_orbit"]
 
 
 def check_transform(transform: Callable) -> None:
@@ -38,27 +38,45 @@ def check_transform(transform: Callable) -> None:
     passed("Correct: (k W1, k b1, W2 kᵀ) computes the same function for tanh.")
 
 
-def check_relu_intertwiner_test(is_relu_intertwiner: Callable) -> None:
-    """Exercise ch04-ex2: ``is_relu_intertwiner(A)`` says whether relu(A z) = A relu(z) for
-    all z, i.e. whether A is a permutation times a positive diagonal.
+def relu_intertwiner_cases() -> list[tuple[torch.Tensor, bool, str]]:
+    """The matrices that :func:`check_relu_intertwiner_test` feeds to the answer, with the
+    answer the statement of exercise ch04-ex2 asks for: ``True`` exactly when A is
+    invertible and relu(A z) = A relu(z) for all z.
 
-    Chapter: *Parameter symmetries*.
+    The singular cases satisfy the identity (a nonnegative matrix with at most one nonzero
+    entry per row does) but are not invertible, so the answer is ``False``; the unit tests
+    check every expected answer against the literal statement by an independent test on
+    random points and a rank computation.
+
+    Chapter: *Parameter symmetries* (book/part1/04_parameter_symmetries).
     """
     gen = torch.Generator().manual_seed(0)
     scaled = SymmetryGroup("scaled_permutation", 5).sample(1).matrix()
     signed = SymmetryGroup("signed_permutation", 5).sample(2).matrix()
     signed[0] = signed[0].abs()
     signed[1] = -signed[1].abs()  # certainly one negative entry
-    cases = [
+    return [
         (torch.eye(4), True, "the identity"),
         (scaled, True, "a positively scaled permutation"),
         (SymmetryGroup("permutation", 6).sample(3).matrix(), True, "a permutation"),
         (signed, False, "a signed permutation with a −1"),
         (torch.randn(4, 4, generator=gen), False, "a random dense matrix"),
-        (torch.diag(torch.tensor([1.0, 2.0, 0.0])), False, "a singular diagonal matrix"),
+        (torch.diag(torch.tensor([1.0, 2.0, 0.0])), False,
+         "diag(1, 2, 0) (it satisfies the identity, but it is singular)"),
+        (torch.tensor([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 2.0]]), False,
+         "[[1, 0, 0], [1, 0, 0], [0, 0, 2]] (it satisfies the identity, but it is singular)"),
         (torch.tensor([[1.0, 1.0], [0.0, 1.0]]), False, "a shear (positive but not monomial)"),
     ]
-    for A, want, what in cases:
+
+
+def check_relu_intertwiner_test(is_relu_intertwiner: Callable) -> None:
+    """Exercise ch04-ex2: ``is_relu_intertwiner(A)`` says whether the square matrix A is
+    invertible and satisfies relu(A z) = A relu(z) for all z, i.e. whether A lies in ReLU's
+    intertwiner group (a permutation times a positive diagonal).
+
+    Chapter: *Parameter symmetries* (book/part1/04_parameter_symmetries).
+    """
+    for A, want, what in relu_intertwiner_cases():
         try:
             got = is_relu_intertwiner(A.clone())
         except NotImplementedError:
@@ -66,7 +84,7 @@ def check_relu_intertwiner_test(is_relu_intertwiner: Callable) -> None:
         require(isinstance(got, (bool,)) or (torch.is_tensor(got) and got.numel() == 1),
                 "is_relu_intertwiner must return a bool")
         require(bool(got) == want, f"wrong answer for {what}: expected {want}, got {bool(got)}")
-    passed("Correct: ReLU's intertwiners are exactly the positively scaled permutations.")
+    passed("Correct: ReLU's intertwiner group consists of the positively scaled permutations.")
 
 
 def check_linear_gelu_pair(W1, W2) -> None:

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from eqlib.exercises import ExerciseError
-from eqlib.exercises.ch04 import check_linear_gelu_pair, check_relu_intertwiner_test, check_transform
+from eqlib.exercises.ch04 import (check_linear_gelu_pair, check_relu_intertwiner_test, check_transform,
+                                  relu_intertwiner_cases)
 
 
 def transform(W1, b1, W2, k):
@@ -46,3 +47,43 @@ def test_parameter_orbit_right_and_wrong():
                                  (24.0, 2, "must be an int")]:
         with pytest.raises(ExerciseError, match=message):
             ch04.check_parameter_orbit(orbit, stab)
+
+
+def _literal_answer(A: torch.Tensor) -> bool:
+    """The literal statement of ch04-ex2, tested independently of the checker: A is invertible
+    (full rank) and relu(A z) = A relu(z) on random points and on the points e_j − t e_l."""
+    d = A.shape[0]
+    if torch.linalg.matrix_rank(A.double()) < d:
+        return False
+    z = 3 * torch.randn(2000, d, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    eye = torch.eye(d, dtype=torch.float64)
+    probes = [eye[j] - t * eye[l] for j in range(d) for l in range(d) for t in (0.5, 10.0)]
+    z = torch.cat([z, torch.stack(probes), -eye])
+    A = A.double()
+    return bool(torch.allclose(torch.relu(z @ A.T), torch.relu(z) @ A.T, atol=1e-9))
+
+
+def test_relu_intertwiner_cases_follow_the_literal_statement():
+    """Every expected answer of the checker is the literal statement's (ch04-ex2)."""
+    for A, want, what in relu_intertwiner_cases():
+        assert _literal_answer(A) == want, what
+
+
+def test_singular_matrices_satisfy_the_identity_but_are_not_in_the_group():
+    """The singular cases of the issue satisfy relu(Az) = A relu(z): only invertibility excludes them."""
+    z = 3 * torch.randn(500, 3, generator=torch.Generator().manual_seed(1))
+    for A in (torch.diag(torch.tensor([1.0, 2.0, 0.0])), torch.zeros(3, 3),
+              torch.tensor([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 2.0]])):
+        torch.testing.assert_close(torch.relu(z @ A.T), torch.relu(z) @ A.T)
+        assert not _literal_answer(A)
+
+
+def test_rows_only_answer_is_rejected():
+    """An answer that checks rows but not invertibility (True for [[1,0,0],[1,0,0],[0,0,2]]) is wrong
+    under the statement "invertible and relu(Az) = A relu(z)"; the old checker accepted it."""
+    def rows_only(A, tol=1e-8):
+        nz = A.abs() > tol
+        return bool((nz.sum(1) == 1).all()) and bool((A[nz] > 0).all())
+
+    with pytest.raises(ExerciseError, match="singular"):
+        check_relu_intertwiner_test(rows_only)
