@@ -82,3 +82,33 @@ def test_read_off_action_wrong(planted16):
     for answer, message in wrong:
         with pytest.raises(ExerciseError, match=message):
             ch01.check_read_off_action(answer, net, rho16)
+
+
+def test_least_squares_action_is_not_an_answer():
+    """Issue #20 A2: the minimum-norm least-squares A of chapter 1 satisfies the first
+    condition of ch01-ex2 but not W_2 A = W_2 (W_2 A = (0.2, 1, 0.4)); the checker says
+    so at the second condition, not only at A² = I."""
+    A = torch.tensor([[0.0, 1, 0], [0.2, 0, 0.4], [0, 2, 0]])
+    x = torch.linspace(-3, 3, 61)[:, None]
+    h = torch.relu(x @ ch01.ABS_W1.T)
+    # the first condition holds, and W_2 A h = W_2 h on the features that occur,
+    assert (h @ A.T - torch.relu(-x @ ch01.ABS_W1.T)).abs().max() < 1e-5
+    assert (h @ A.T @ ch01.ABS_W2.T - h @ ch01.ABS_W2.T).abs().max() < 1e-5
+    # but W_2 A ≠ W_2 as matrices: the statement "satisfies the first two conditions" was false
+    torch.testing.assert_close(ch01.ABS_W2 @ A, torch.tensor([[0.2, 1.0, 0.4]]))
+    with pytest.raises(ExerciseError, match="layer 2 is not invariant"):
+        ch01.check_abs_hidden_action(A)
+
+
+def test_ex2_statement_does_not_claim_w2_a_equals_w2():
+    """Issue #20 A2, on the text: ch01-ex2 must not say the least-squares A satisfies the
+    first two conditions (it fails W_2 A = W_2)."""
+    from pathlib import Path
+
+    import nbformat
+    path = Path(__file__).resolve().parents[2] / "book" / "part1" / "01_introduction.ipynb"
+    cells = [c.source for c in nbformat.read(path, as_version=4).cells if ":label: ch01-ex2\n" in c.source]
+    assert len(cells) == 1
+    text = " ".join(cells[0].split())
+    assert "satisfies the first two conditions" not in text
+    assert "not $W_2 A = W_2$" in text
