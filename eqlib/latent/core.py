@@ -77,13 +77,13 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
 
     Returns:
         :class:`~eqlib.latent.LatentActions`: the actions, each layer's equivariance error under them,
-        homomorphism errors, ``equivariant`` (end to end), ``identifiable``,
+        homomorphism errors, ``equivariant`` (end to end), ``conclusion_recovered``,
         ``failed_layers`` and a readable ``summary()``; in the weak case also the
         ``reduction``, the ``reduced_actions`` k̃_i and their ``reduced_layer_errors``,
         and in ``in_group_distance`` how far each lift is from K_i. A network that is not
         equivariant gets ``equivariant=False`` (and ``ok`` False) whatever its actions;
         an equivariant one whose relations fail at some layer gets
-        ``identifiable=False`` and those layers in ``failed_layers``.
+        ``conclusion_recovered=False`` and those layers in ``failed_layers``.
 
     Raises:
         ValueError: unknown method, mismatched actions, a hidden layer without
@@ -192,19 +192,19 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
     failed.sort()
     homs = [homomorphism_error(a) for a in actions]
     if not equivariant:
-        identifiable = None
+        recovered = None
         notes.append(f"the network is not {G.name}-equivariant (relative error {e2e_err:.3g} > tol {tol:g}): "
                      "no latent actions are claimed")
     elif failed:
-        identifiable = False
+        recovered = False
         where = "the reduced network" if reduction is not None else "the network"
         notes.append(f"the network is equivariant but layers {failed} of {where} are not equivariant under "
-                     "the recovered actions: those parameters are not identifiable, so the theorem does "
-                     "not apply to them")
+                     "the recovered actions: by the theorem (contrapositive) this is evidence that those "
+                     "parameters are not identifiable")
     else:
-        identifiable = True
+        recovered = True
     return LatentActions(G, method, actions, e2e_err, equivariant, errs, homs, match, in_group, failed,
-                         identifiable, tol, notes, reduction=reduction, reduced_actions=reduced_actions,
+                         recovered, tol, notes, reduction=reduction, reduced_actions=reduced_actions,
                          reduced_layer_errors=reduced_errs)
 
 

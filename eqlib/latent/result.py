@@ -4,6 +4,8 @@ Chapter: *The main theorem* (book/part2/06_main_theorem).
 """
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -160,11 +162,18 @@ class LatentActions:
             the weak case it is positive when a clone's class is moved, and for
             ``"lstsq"`` it says how far the fitted maps are from K_i).
         failed_layers: layers (1..L) whose relation does not hold within the tolerance.
-        identifiable: True when the theorem's conclusion was recovered (on the reduced
-            network in the weak case); False when the network is equivariant but some
-            layer (of the reduced network) is not equivariant under the recovered
-            actions in K_i (resp. K̃_i), so those parameters are not identifiable;
-            None when undecided (the network is not equivariant).
+        conclusion_recovered: whether the *conclusion* of the theorem was recovered, not
+            whether θ is identifiable (no finite computation decides that). True: the
+            network is equivariant and the method found actions in K_i (in K̃_i on the
+            reduced network, in the weak case) under which every layer is equivariant;
+            this says nothing about uniqueness, so θ may still be unidentifiable (the
+            six-unit GELU network of chapter 7 is an example). False: the network is
+            equivariant but some layer is not equivariant under the recovered actions.
+            By the contrapositive of the theorem this is evidence that θ is not
+            (weakly) identifiable; it is proof only when the method's search is exact,
+            as the ``"weights"`` row matching is for tanh layers whose rows of
+            [W_i | b_i] are pairwise non-parallel (exercise ch06-ex3). None: undecided
+            (the network is not equivariant). ``identifiable`` is a deprecated alias.
         tol: the tolerance used.
         notes: readable remarks (reduction, fallbacks, failures).
         reduction: the weak case (``"weights"`` on a degenerate network): the
@@ -194,12 +203,21 @@ class LatentActions:
     match_residuals: list[float]
     in_group_distance: list[float]
     failed_layers: list[int]
-    identifiable: bool | None
+    conclusion_recovered: bool | None
     tol: float
     notes: list[str] = field(default_factory=list)
     reduction: object | None = None
     reduced_actions: list[Action] | None = None
     reduced_layer_errors: np.ndarray | None = None
+
+    @property
+    def identifiable(self) -> bool | None:
+        """Deprecated alias of :attr:`conclusion_recovered` (the old name overstated it:
+        a recovered conclusion does not show that θ is identifiable)."""
+        warnings.warn("LatentActions.identifiable is deprecated: use conclusion_recovered (it reports "
+                      "whether the theorem's conclusion was recovered, not identifiability)",
+                      DeprecationWarning, stacklevel=2)
+        return self.conclusion_recovered
 
     @property
     def weak(self) -> bool:
@@ -264,8 +282,8 @@ class LatentActions:
                 row += "  FAILED"
             lines.append(row)
         verdict = {True: "holds", False: "fails at layers " + str(self.failed_layers)
-                   + " (so those parameters are not identifiable)",
-                   None: "undecided (the network is not equivariant)"}[self.identifiable]
+                   + " (evidence that the parameters are not identifiable)",
+                   None: "undecided (the network is not equivariant)"}[self.conclusion_recovered]
         if self.weak:
             red = self.reduction
             lines.append(f"  weak case: reduced widths {red.model.dims} (full {red.original.dims})")

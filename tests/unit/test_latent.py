@@ -29,7 +29,7 @@ def test_weights_recovers_exact_homomorphisms(name):
     G, rin, rout, widths, act = _cases()[name]
     net, truth = plant_equivariant(G, rin, rout, widths, act, seed=3)
     res = latent_actions(net, rin, rout, method="weights")
-    assert res.equivariant and res.identifiable, res.summary()
+    assert res.equivariant and res.conclusion_recovered, res.summary()
     assert res.ok, res.summary()
     assert res.layer_errors.max() < 1e-5, res.summary()
     assert max(res.homomorphism_errors) < 1e-5
@@ -74,7 +74,7 @@ def test_weakly_identifiable_network_is_reduced_and_lifted():
     deg = deg[0] if isinstance(deg, tuple) else deg
     res = latent_actions(deg, rin, rout, method="weights")
     assert any("reduced" in n for n in res.notes), res.summary()
-    assert res.equivariant and res.identifiable, res.summary()
+    assert res.equivariant and res.conclusion_recovered, res.summary()
     assert res.layer_errors.max() < 1e-4 and max(res.homomorphism_errors) < 1e-4, res.summary()
 
 
@@ -82,7 +82,7 @@ def test_non_equivariant_network_is_reported():
     G = flip()
     rin, rout = mirror((1, 4, 4)), trivial(G, 3)
     res = latent_actions(MLP([16, 12, 3], "tanh", seed=0), rin, rout)
-    assert not res.equivariant and res.identifiable is None and not res.ok
+    assert not res.equivariant and res.conclusion_recovered is None and not res.ok
     assert res.equivariance_error > 0.1
     assert "NOT equivariant" in res.summary()
 
@@ -104,7 +104,7 @@ def _bypass_network():
 def test_non_identifiable_bypass_network_is_reported():
     G, rho, net = _bypass_network()
     res = latent_actions(net, rho, rho, method="weights")
-    assert res.equivariant and res.identifiable is False and 1 in res.failed_layers, res.summary()
+    assert res.equivariant and res.conclusion_recovered is False and 1 in res.failed_layers, res.summary()
     fit1 = linear_equivariance_error(net.prefix(1), rho, G["r"], samples=4000)
     fit2 = linear_equivariance_error(net.prefix(2), rho, G["r"], samples=4000)
     assert fit1.median_error > 0.05 and fit2.median_error < 1e-4
@@ -194,7 +194,7 @@ def test_weak_case_homomorphisms_into_reduced_groups_and_lifts(seed, act):
     from eqlib.latent.result import layer_errors
 
     G, rin, rout, deg, res = _weak_case(seed, act)
-    assert res.weak and res.ok and res.identifiable, res.summary()
+    assert res.weak and res.ok and res.conclusion_recovered, res.summary()
     red = res.reduction
     assert red.model.dims != deg.dims and "weak case" in res.summary()
     x = torch.randn(128, 16, generator=torch.Generator().manual_seed(seed))
@@ -251,3 +251,14 @@ def test_homomorphism_error_sees_a_broken_monomial_action():
     scales = torch.ones(4, 4)
     scales[2, 0] = float("nan")
     assert homomorphism_error(MonomialAction(G, perm, scales)) == float("inf")
+
+
+def test_identifiable_is_a_deprecated_alias_of_conclusion_recovered():
+    """`LatentActions.identifiable` was renamed (it reports the theorem's conclusion, not
+    identifiability); the old name still answers, with a DeprecationWarning."""
+    G = flip()
+    rho_in, rho_out = mirror((1, 2, 2)), trivial(G, 1)
+    net, _ = plant_equivariant(G, rho_in, rho_out, [4, 6, 1], "tanh", seed=0)
+    res = latent_actions(net, rho_in, rho_out)
+    with pytest.warns(DeprecationWarning, match="conclusion_recovered"):
+        assert res.identifiable is res.conclusion_recovered is True
