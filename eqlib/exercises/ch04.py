@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from ..models.mlp import MLP
@@ -66,6 +68,9 @@ def relu_intertwiner_cases() -> list[tuple[torch.Tensor, bool, str]]:
         (torch.tensor([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 2.0]]), False,
          "[[1, 0, 0], [1, 0, 0], [0, 0, 2]] (it satisfies the identity, but it is singular)"),
         (torch.tensor([[1.0, 1.0], [0.0, 1.0]]), False, "a shear (positive but not monomial)"),
+        (torch.tensor([[1.0, 1.0], [0.0, 0.0]]), False,
+         "[[1, 1], [0, 0]] (one nonzero entry per column, but two in row 0: singular, and "
+         "relu(A z) ≠ A relu(z) at z = (1, −1))"),
     ]
 
 
@@ -81,8 +86,8 @@ def check_relu_intertwiner_test(is_relu_intertwiner: Callable) -> None:
             got = is_relu_intertwiner(A.clone())
         except NotImplementedError:
             raise ExerciseError("is_relu_intertwiner is not implemented yet") from None
-        require(isinstance(got, (bool,)) or (torch.is_tensor(got) and got.numel() == 1),
-                "is_relu_intertwiner must return a bool")
+        require(isinstance(got, (bool, np.bool_)) or (torch.is_tensor(got) and got.numel() == 1),
+                f"is_relu_intertwiner must return a bool, got {type(got).__name__}")
         require(bool(got) == want, f"wrong answer for {what}: expected {want}, got {bool(got)}")
     passed("Correct: ReLU's intertwiner group consists of the positively scaled permutations.")
 
@@ -114,10 +119,17 @@ def check_parameter_orbit(orbit_size, stabilizer_size) -> None:
 
     Chapter: *Parameter symmetries*.
     """
+    counts = []
     for name, value in (("orbit_size", orbit_size), ("stabilizer_size", stabilizer_size)):
         require(value is not None, f"{name} is None: did you replace `raise NotImplementedError()`?")
-        require(isinstance(value, int) and not isinstance(value, bool),
-                f"{name} must be an int, got {type(value).__name__}")
+        # an integer of any kind: int, a NumPy integer, an integer 0-dim tensor
+        is_bool = isinstance(value, (bool, np.bool_)) or (torch.is_tensor(value) and value.dtype == torch.bool)
+        try:
+            counts.append(None if is_bool else operator.index(value))
+        except TypeError:
+            counts.append(None)
+        require(counts[-1] is not None, f"{name} must be an integer, got {type(value).__name__}")
+    orbit_size, stabilizer_size = counts
     W1, b1 = torch.tensor([[1.0], [-1.0], [2.0]]), torch.tensor([0.5, -0.5, 0.0])
     W2 = torch.tensor([[1.0, -1.0, 3.0]])
     group = [torch.diag(torch.tensor(s)) @ torch.eye(3)[list(p)]
@@ -130,8 +142,7 @@ def check_parameter_orbit(orbit_size, stabilizer_size) -> None:
     require(orbit_size * stabilizer_size == len(group),
             f"orbit_size · stabilizer_size = {orbit_size * stabilizer_size}, but the orbit-stabilizer "
             f"theorem says it is the group order {len(group)} (2³ · 3!)")
-    require(stabilizer_size != 1, "the stabilizer is not trivial: neuron 1 is a negated clone of neuron 0 "
-            "with the negated outgoing weight; which k exchanges them and still fixes θ?")
+    require(stabilizer_size != 1, "your stabilizer is trivial; is there a k ≠ I with k·θ = θ? Look for clones.")
     require((orbit_size, stabilizer_size) == (orbit, stab),
             f"({orbit_size}, {stabilizer_size}) is not right; count the distinct vectors k·θ")
     passed(f"Correct: the orbit has {orbit} parameter vectors and the stabilizer {stab} elements.")

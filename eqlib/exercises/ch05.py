@@ -63,9 +63,21 @@ def check_circulant(W) -> None:
     passed("Correct: a circulant matrix, the group convolution of C4.")
 
 
+def _in_relu_group(matrix: torch.Tensor, tol: float = 1e-6) -> bool:
+    """Whether a square matrix is a positively scaled permutation (ReLU's intertwiner group,
+    chapter *Parameter symmetries*): one nonzero entry in every row and column, all positive."""
+    nonzero = matrix.abs() > tol
+    return bool((nonzero.sum(0) == 1).all() and (nonzero.sum(1) == 1).all() and (matrix[nonzero] > 0).all())
+
+
 def check_relu_breaks(rho_out) -> None:
     """Exercise ch05-ex4: an action ρ_out of D4 with Hom(regular, ρ_out) ≠ 0 for which
     x ↦ ReLU(W x) is not equivariant, W a random intertwiner.
+
+    The decision is exact where it can be: if every ρ_out(g) is a positively scaled
+    permutation, ReLU commutes with it and the answer is rejected; otherwise the layer of a
+    random intertwiner must move by more than rounding (the written solution proves that
+    some intertwiner then breaks equivariance).
 
     Chapter: *Building equivariant layers*.
     """
@@ -74,11 +86,15 @@ def check_relu_breaks(rho_out) -> None:
             f"rho_out must be an Action of dihedral(4), got {rho_out!r}")
     B = equivariant_basis(regular(D4), rho_out)
     require(B.shape[0] > 0, "Hom_G(regular, rho_out) = 0: every intertwiner is zero; pick another rho_out")
+    require(not all(_in_relu_group(rho_out.matrix(g)) for g in D4),
+            "every ρ_out(g) is a positively scaled permutation, and ReLU commutes with those, so "
+            "ReLU(W x) stays equivariant; pick an action with some ρ_out(g) outside that group")
     coef = torch.randn(B.shape[0], generator=torch.Generator().manual_seed(0))
     W = torch.einsum("k,kij->ij", coef, B)
     x = torch.randn(64, 8, generator=torch.Generator().manual_seed(1))
     fx = torch.relu(x @ W.T)
     err = max(float((torch.relu(regular(D4).act(g, x) @ W.T) - rho_out.act(g, fx)).norm() / fx.norm()) for g in D4)
-    require(err > 1e-2, f"ReLU(W x) is still equivariant for this rho_out (error {err:.2g}): pointwise maps "
-            "commute with permutations; try a representation that is not one")
-    passed(f"Correct: ReLU breaks equivariance (relative error {err:.2f}).")
+    require(err > 1e-5, f"some ρ_out(g) lies outside ReLU's group, yet ReLU(W x) is still equivariant for "
+            f"this random W (error {err:.2g}): its image avoids the points where ReLU and ρ_out(g) "
+            "disagree; try another rho_out")
+    passed(f"Correct: ReLU breaks equivariance (relative error {err:.2g}).")

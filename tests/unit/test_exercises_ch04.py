@@ -42,11 +42,55 @@ def test_wrong_answers_fail_with_reasons():
 def test_parameter_orbit_right_and_wrong():
     from eqlib.exercises import ExerciseError, ch04
     assert ch04.check_parameter_orbit(24, 2) is None
-    for orbit, stab, message in [(48, 1, "not trivial"), (24, 1, "orbit-stabilizer"),
+    for orbit, stab, message in [(48, 1, "stabilizer is trivial"), (24, 1, "orbit-stabilizer"),
                                  (12, 4, "not right"), (None, 2, "is None"),
-                                 (24.0, 2, "must be an int")]:
+                                 (24.0, 2, "must be an integer"), (True, 2, "must be an integer")]:
         with pytest.raises(ExerciseError, match=message):
             ch04.check_parameter_orbit(orbit, stab)
+
+
+def test_parameter_orbit_accepts_numpy_and_torch_integers():
+    """Correct counts computed with NumPy or torch are accepted (the old checker wanted `int`)."""
+    import numpy as np
+
+    from eqlib.exercises import ch04
+    assert ch04.check_parameter_orbit(np.int64(24), np.int64(2)) is None
+    assert ch04.check_parameter_orbit(torch.tensor(24), torch.tensor(2)) is None
+
+
+def test_parameter_orbit_hint_does_not_give_the_answer_away():
+    """For the natural wrong answer (48, 1) the hint does not name the stabilizing element."""
+    from eqlib.exercises import ch04
+    with pytest.raises(ExerciseError) as info:
+        ch04.check_parameter_orbit(48, 1)
+    assert "neuron 1" not in str(info.value) and "exchanges" not in str(info.value)
+
+
+def test_relu_intertwiner_test_accepts_numpy_bools():
+    """A correct answer returning np.bool_ is accepted (the old checker wanted a Python bool)."""
+    import numpy as np
+
+    def numpy_answer(A, tol=1e-8):
+        a = A.numpy()
+        nz = np.abs(a) > tol
+        return np.bool_((nz.sum(0) == 1).all() and (nz.sum(1) == 1).all() and (a[nz] > 0).all())
+
+    assert check_relu_intertwiner_test(numpy_answer) is None
+
+
+def test_columns_only_answer_is_rejected():
+    """An answer that checks one positive entry per column only (no row condition) is wrong:
+    it says True for [[1, 1], [0, 0]], which is singular and has relu(Az) ≠ A relu(z) at
+    z = (1, −1). The old cases all had a column with two nonzeros or a zero column, so the
+    old checker accepted it (referee ch04-05-r2, B1)."""
+    def columns_only(A, tol=1e-8):
+        nz = A.abs() > tol
+        return bool((nz.sum(0) == 1).all() and (A[nz] > 0).all())
+
+    with pytest.raises(ExerciseError, match=r"\[\[1, 1\], \[0, 0\]\]"):
+        check_relu_intertwiner_test(columns_only)
+    A, z = torch.tensor([[1.0, 1.0], [0.0, 0.0]]), torch.tensor([1.0, -1.0])
+    assert not torch.equal(torch.relu(A @ z), A @ torch.relu(z))
 
 
 def _literal_answer(A: torch.Tensor) -> bool:

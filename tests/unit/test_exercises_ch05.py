@@ -28,3 +28,26 @@ def test_relu_breaks():
     assert check_relu_breaks(rot) is None
     with pytest.raises(ExerciseError):
         check_relu_breaks(regular(D4))
+
+
+def test_relu_breaks_decides_membership_exactly():
+    """ρ(r) = T·swap·T⁻¹ with T = [[1, ε], [0, 1]] is outside ReLU's group (a negative entry), so
+    the layer is not equivariant, however small ε; the old fixed threshold rejected ε = 1e-3
+    (referee ch04-05-r2, C)."""
+    D4 = dihedral(4)
+    eps = 1e-3
+    T = torch.tensor([[1.0, eps], [0.0, 1.0]])
+    swap = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+    near = from_matrices(D4, {D4["r"]: T @ swap @ torch.linalg.inv(T), D4["s"]: torch.eye(2)})
+    assert check_relu_breaks(near) is None
+
+
+def test_relu_breaks_hint_for_scaled_permutations():
+    """A positively scaled permutation action (not a permutation action) is rejected, with a hint
+    that names positively scaled permutations, not 'a representation that is not one'."""
+    D4 = dihedral(4)
+    scaled = from_matrices(D4, {D4["r"]: torch.eye(2), D4["s"]: [[0.0, 2.0], [0.5, 0.0]]})
+    with pytest.raises(ExerciseError, match="positively scaled permutation"):
+        check_relu_breaks(scaled)
+    with pytest.raises(ExerciseError, match="positively scaled permutation"):
+        check_relu_breaks(regular(D4))
