@@ -32,6 +32,18 @@ REPO = Path(__file__).resolve().parents[2]
 BOOK = REPO / "book"
 PAGE = BOOK / "reference" / "notation.md"
 
+def _split_keys(keys: str) -> list[str]:
+    """The keys of one mark, split on commas outside (), [] and {} (a key may hold commas)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(keys):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            parts.append(keys[start:i])
+            start = i + 1
+    return parts + [keys[start:]]
+
+
 MARK = re.compile(r"^%\s*notation:\s*(?P<keys>.+?)\s*$", re.M)
 _MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+)\$", re.S)
 _CUT = re.compile(r"\s*(?::|=|\\in\b|\\colon\b)")
@@ -136,7 +148,7 @@ def read_cells(book: Path = BOOK) -> list[Cell]:
 
 
 def marks(cell: Cell) -> list[str]:
-    return [canon(key) for m in MARK.finditer(cell.source) for key in m["keys"].split(",") if key.strip()]
+    return [canon(key) for m in MARK.finditer(cell.source) for key in _split_keys(m["keys"]) if key.strip()]
 
 
 def definitions(cell: Cell) -> list[tuple[str, str]]:
@@ -304,3 +316,8 @@ def test_planted_mark_away_from_its_symbol_fails():
 def test_marked_restatement_is_allowed():
     cells = _CELLS + [Cell(6, 4, "As before, let $m$ be the mirror.\n\n% notation: m\n")]
     assert _problems(cells=cells) == []
+
+
+def test_a_mark_may_name_a_key_that_holds_commas():
+    assert _split_keys(r"\mathrm{Hom}_G(\rhoin, \rhoout), \mathbb{Z}_2, W") == [
+        r"\mathrm{Hom}_G(\rhoin, \rhoout)", r" \mathbb{Z}_2", " W"]
