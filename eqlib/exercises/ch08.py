@@ -29,7 +29,8 @@ def check_equivariant_positions(P, action) -> None:
         moved = action.permute_tokens(g, P) @ action.feature_matrix(g).T
         err = float((moved - P).norm() / P.norm())
         require(err < 1e-5, f"Π_g P R_gᵀ ≠ P for g = {g.name} (relative error {err:.3g}): "
-                            "average P over the group, P ← mean_g Π_g P R_gᵀ")
+                            "start from P0 and ask which combination of it and its images under the "
+                            "group every g leaves fixed")
     passed("Correct: the positional encodings are equivariant.")
 
 
@@ -71,6 +72,7 @@ def check_turned_filter(layer, g, answer) -> None:
         other = rotate(W, g)
         hint = ("you turned the filters the wrong way: the adjunction needs rot_g⁻¹ W"
                 if torch.allclose(answer.float(), other, atol=1e-6) and not torch.allclose(other, expected)
-                else "turn every filter (the last two axes) back by g, e.g. with rotate(W, ~g)")
+                else "turn every filter (the last two axes) back by g, entry by entry: "
+                     "r turns counterclockwise, so turning back by r is clockwise")
         raise ExerciseError(f"conv(rot_g x; W) ≠ rot_g conv(x; answer): {hint}")
     passed("Correct: turning the input turns the output, with the filters turned back")

@@ -5,6 +5,7 @@ Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
 from __future__ import annotations
 
 import copy
+import operator
 
 import torch
 
@@ -45,7 +46,7 @@ def check_residual_invariant(W2, W1, x, slope: float = 0.0) -> None:
 
 def check_sum_pair_adjunction(Lam, Gam, b, answer) -> None:
     """ch09-ex1: for a sum-pooling layer on sets of two, σ(X_i Λ + (X_1 + X_2) Γ + b),
-    ``answer = (Λ', Γ', b')`` must satisfy f(T X; θ) = f(X; θ') with T the swap.
+    ``answer = (Λ', Γ', b')`` must satisfy f(Π X; θ) = f(X; θ') with Π the swap.
 
     Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
@@ -61,14 +62,14 @@ def check_sum_pair_adjunction(Lam, Gam, b, answer) -> None:
     X = torch.randn(64, 2, Lam.shape[0], generator=torch.Generator().manual_seed(91))
     want, got = layer(X.flip(-2), Lam, Gam, b), layer(X, Lp, Gp, bp)
     err = float((got - want).norm() / want.norm())
-    require(err < 1e-5, f"f(X; θ') ≠ f(T X; θ) (relative error {err:.3g}). Write row 1 of the "
+    require(err < 1e-5, f"f(X; θ') ≠ f(Π X; θ) (relative error {err:.3g}). Write row 1 of the "
                         "pre-activation as X_1(Λ + Γ) + X_2 Γ + b and ask which (Λ', Γ') "
                         "exchanges the two coefficients")
-    passed("Correct: with a sum, T·θ = (−Λ, Γ + Λ, b); with the course's mean it is (−Λ, Γ + 2Λ, b)")
+    passed("Correct: with a sum, Π·θ = (−Λ, Γ + Λ, b); with the course's mean it is (−Λ, Γ + 2Λ, b)")
 
 
 def _swapped(layer):
-    """The layer with θ replaced by T·θ = (−Λ, Γ + 2Λ, b) (sets of two elements)."""
+    """The layer with θ replaced by Π·θ = (−Λ, Γ + 2Λ, b) (sets of two elements)."""
     new = copy.deepcopy(layer)
     with torch.no_grad():
         for name, value in pair_swap_parameters(layer).items():
@@ -99,17 +100,30 @@ def _random_latents(layer1, count: int = 64) -> torch.Tensor:
     return torch.randn(count, n, d, generator=torch.Generator().manual_seed(93))
 
 
+def _count(answer) -> int:
+    """An integer-like answer (int, NumPy integer, 0-d integer tensor) as an int."""
+    if isinstance(answer, bool):
+        raise ExerciseError(f"give the count as an integer, got {answer!r}")
+    if isinstance(answer, torch.Tensor):
+        if answer.numel() != 1 or answer.dtype.is_floating_point or answer.dtype == torch.bool:
+            raise ExerciseError(f"give the count as an integer, got {answer!r}")
+        return int(answer.item())
+    try:
+        return operator.index(answer)
+    except TypeError:
+        raise ExerciseError(f"give the count as an integer, got {answer!r}") from None
+
+
 def check_relating_count(answer, layer1, layer2, x) -> None:
     """ch09-ex4, part 1: the number of symmetries k of V_1 (``pair_set_symmetries``)
-    with which (id, k, id) relates θ^T to θ for the two-layer pair network
+    with which (id, k, id) relates θ^Π to θ for the two-layer pair network
     ``(layer1, layer2)``, in the sense of the chapter's definition: the relation of the
     second layer must hold for every y ∈ V_1, which the checker tests on random y
     (:func:`~eqlib.latent.generalized.relating_sequences` tests reached latents only).
 
     Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
-    require(isinstance(answer, int) and not isinstance(answer, bool),
-            f"give the count as an int, got {answer!r}")
+    answer = _count(answer)
     K1 = pair_set_symmetries(layer1.Lam.shape[1])
     layers, primed = [layer1, layer2], [_swapped(layer1), _swapped(layer2)]
     reached = relating_sequences(layers, primed, [K1], x)
@@ -117,12 +131,12 @@ def check_relating_count(answer, layer1, layer2, x) -> None:
     truth = sum(_relates(K1[j], layers, primed, x, y) for (j,) in reached)
     if answer != truth and answer == len(reached):
         raise ExerciseError(
-            f"{answer} symmetries relate θ^T to θ on the latents the network reaches; the "
+            f"{answer} symmetries relate θ^Π to θ on the latents the network reaches; the "
             "definition asks the relation for every y ∈ V_1: test each candidate on random y")
     require(answer == truth,
             f"{answer} is not the number of relating symmetries: run relating_sequences with the "
             "candidates pair_set_symmetries(d), then test each candidate it returns on random y ∈ V_1")
-    passed(f"Correct: {truth} symmetr{'y' if truth == 1 else 'ies'} of V_1 relate(s) θ^T to θ "
+    passed(f"Correct: {truth} symmetr{'y' if truth == 1 else 'ies'} of V_1 relate(s) θ^Π to θ "
            "for every y ∈ V_1")
 
 

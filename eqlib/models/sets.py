@@ -1,10 +1,14 @@
 """Layers the theorem does not cover: Deep Sets, message passing, skip connections.
 
 A Deep Sets layer (Zaheer et al. 2017) and a message-passing layer on a fixed graph tie
-their weights so that *every* parameter value gives an equivariant layer: the group
-acts on the latent space, and the layer absorbs it, instead of moving onto the
-parameters (for sets of n ≥ 3 elements; for n = 2 the swap does move onto the
-parameters, :func:`pair_swap_parameters`). :func:`adjunction_fit` measures this: it looks for parameters θ' with
+their weights so that *every* parameter value gives an equivariant layer. For a Deep
+Sets layer on n ≥ 3 elements (and Λ ≠ 0) the group acts on the latent space and the
+layer absorbs it, instead of moving onto the parameters; for n = 2 the swap does move
+onto the parameters (:func:`pair_swap_parameters`). For message passing it depends on
+the graph: on the 6-cycle no automorphism other than the identity has an ordinary
+adjunction (for (W_self, W_nbr) ≠ 0), while on two disjoint edges the automorphism
+Π = (0 1)(2 3) equals the adjacency matrix and moves onto the parameters by exchanging
+W_self and W_nbr. :func:`adjunction_fit` measures this: it looks for parameters θ' with
 ``f(g·x; θ) = f(x; θ')`` (the ordinary adjunction, as a first MLP layer has with
 θ' = W ρ(g)) or ``g^{-1}·f(g·x; θ) = f(x; θ')`` (the generalized one), by least
 squares on the pre-activations, which are linear in θ.

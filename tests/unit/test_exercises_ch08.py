@@ -19,6 +19,14 @@ def test_positions_checker():
         check_equivariant_positions(torch.zeros(4, 4), act)
 
 
+def test_positions_hint_does_not_give_the_answer():
+    act = patch_mirror_action((1, 4, 4), 2)
+    with pytest.raises(ExerciseError) as info:
+        check_equivariant_positions(torch.randn(4, 4), act)
+    assert "mean_g" not in str(info.value) and "←" not in str(info.value)
+    assert "fixed" in str(info.value)
+
+
 def test_head_permutation_checker():
     act = patch_mirror_action((1, 4, 4), 2)
     planted = plant_attention_equivariant(act, np.array([[0, 1, 2], [1, 0, 2]]), d_k=2, d_v=2, seed=0)
@@ -43,5 +51,8 @@ def test_turned_filter():
         check_turned_filter(layer, r, rotate(W, r))
     with pytest.raises(ExerciseError, match="shape"):
         check_turned_filter(layer, r, W[0])
+    with pytest.raises(ExerciseError, match="clockwise") as info:      # W transposed
+        check_turned_filter(layer, r, W.transpose(-1, -2))
+    assert "rotate(" not in str(info.value)                            # no library call
     with pytest.raises(ExerciseError, match="turn every filter"):
         check_turned_filter(layer, r, W)

@@ -1,5 +1,6 @@
 import copy
 
+import numpy as np
 import pytest
 import torch
 
@@ -39,8 +40,19 @@ def test_relating_count_generic():
         check_relating_count(1.0, p1, p2, x)
 
 
+def test_relating_count_accepts_integer_like_answers():
+    """The count 1 given as a NumPy integer or a 0-d integer tensor is a correct answer;
+    floats, booleans and float tensors are not counts."""
+    p1, p2, x = _pair_network(True)
+    for answer in (1, np.int64(1), torch.tensor(1)):
+        assert check_relating_count(answer, p1, p2, x) is None
+    for answer in (1.0, True, torch.tensor(1.0), "1"):
+        with pytest.raises(ExerciseError, match="integer"):
+            check_relating_count(answer, p1, p2, x)
+
+
 def test_relating_count_is_one_for_every_y_not_eight():
-    """ch09-ex4 with Λ_1 = 0: the 8 symmetries that relate θ^T to θ on the reached latents
+    """ch09-ex4 with Λ_1 = 0: the 8 symmetries that relate θ^Π to θ on the reached latents
     are not relating symmetries of the definition (for every y ∈ V_1); exactly one is.
     Independent check: brute force over the 384 symmetries on random y, written here."""
     q1, q2, x = _pair_network(True)
@@ -74,7 +86,7 @@ def test_unrelated_layer():
         right.Lam += M
         right.Gam -= M
     assert check_unrelated_layer(q1, q2, right) is None
-    swapped = copy.deepcopy(q2)                 # T·θ_2: same function, but related by k_1 = T
+    swapped = copy.deepcopy(q2)                 # Π·θ_2: same function, but related by k_1 = Π
     with torch.no_grad():
         swapped.Lam.copy_(-q2.Lam)
         swapped.Gam.copy_(q2.Gam + 2 * q2.Lam)
