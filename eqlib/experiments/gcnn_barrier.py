@@ -16,9 +16,10 @@ in percentage points of test accuracy, with θ_B the aligned partner (π·flip �
 self-flip merge), and the midpoint's normalisation statistics either interpolated,
 re-estimated (BN reset) or REPAIRed; for the BN-reset and REPAIR barriers the endpoints'
 statistics are re-estimated on the same images too, so all three are measured alike, and
-REPAIR's target statistics are those of the BN-reset endpoints. A GCNN is its own aligned
-flipped copy and its own midpoint, so its self-flip barrier is exactly 0 in all three
-columns (up to float rounding in REPAIR's rescaling). The **loss barrier** is the same
+REPAIR's target statistics are those of the BN-reset endpoints. A GCNN whose matched
+permutations are its own involutions is its own aligned flipped copy and its own midpoint,
+so its self-flip barrier is exactly 0 in all three columns (up to float rounding in
+REPAIR's rescaling). The **loss barrier** is the same
 comparison for the test cross-entropy, with the sign turned so that a positive barrier
 is a loss: the midpoint's loss minus the endpoints' mean loss, in nats, in the same three
 columns. All matching, BN resets and REPAIR use a mirror-symmetric set (training images
@@ -341,9 +342,9 @@ def filter_distance(weight: torch.Tensor, pi_out: torch.Tensor, pi_in: torch.Ten
 
     .. math::
         d(W) = \\frac{\\lVert W - TW\\rVert}{\\lVert W\\rVert + \\lVert TW\\rVert}
-             = \\frac{\\lVert W - PW\\rVert}{\\lVert W\\rVert}\\in[0, 1],
+             = \\frac{\\lVert W - \\mathcal P W\\rVert}{\\lVert W\\rVert}\\in[0, 1],
 
-    where :math:`P = \\tfrac12(1 + T)` is the orthogonal projection onto the constraint
+    where :math:`\\mathcal P = \\tfrac12(1 + T)` is the orthogonal projection onto the constraint
     (T is an isometry, and an involution when the π's are): 0 exactly on GCNN filters,
     1 when TW = −W, about :math:`1/\\sqrt2 \\approx 0.71` for W and TW unrelated. Frobenius
     norms; ``pi_in`` None is the identity (the RGB input).
