@@ -15,10 +15,16 @@ Definition used here (ours; the paper's exact equation is not available to us):
 in percentage points of test accuracy, with θ_B the aligned partner (π·flip θ_A for the
 self-flip merge), and the midpoint's normalisation statistics either interpolated,
 re-estimated (BN reset) or REPAIRed; for the BN-reset and REPAIR barriers the endpoints'
-statistics are re-estimated on the same images too, so all three are measured alike. All matching, BN resets and REPAIR use a
-mirror-symmetric set (training images and their mirrors), which makes the self-flip
-correlation matrices symmetric and so the matched permutations involutions unless the
-assignment has ties.
+statistics are re-estimated on the same images too, so all three are measured alike, and
+REPAIR's target statistics are those of the BN-reset endpoints. A GCNN whose matched
+permutations are its own involutions is its own aligned flipped copy and its own midpoint,
+so its self-flip barrier is exactly 0 in all three columns (up to float rounding in
+REPAIR's rescaling). The **loss barrier** is the same
+comparison for the test cross-entropy, with the sign turned so that a positive barrier
+is a loss: the midpoint's loss minus the endpoints' mean loss, in nats, in the same three
+columns. All matching, BN resets and REPAIR use a mirror-symmetric set (training images
+and their mirrors), which makes the self-flip correlation matrices symmetric and so the
+matched permutations involutions unless the assignment has ties.
 
 CLI::
 
@@ -59,7 +65,8 @@ from . import html_table, protocol
 __all__ = ["VARIANTS", "BarrierBudget", "BUDGETS", "MergeData", "load_merge_data", "build_network",
            "train_config", "train_networks", "gcnn_barrier", "merge_barrier", "interpolation_curve",
            "summarize", "summary_table", "summary_table_html", "run_experiment", "main",
-           "filter_distance", "gcnn_filter_distance", "network_seeds", "apply_overrides", "PARTS"]
+           "filter_distance", "gcnn_filter_distance", "normalize_kernels", "min_scaled_filter_distance",
+           "rescale_channels", "network_seeds", "apply_overrides", "PARTS"]
 
 #: The training variants (plain, mirror augmentation, augmentation + invariance loss, mirror-GCNN).
 VARIANTS = ("plain", "mirror", "invariance", "gcnn")
@@ -264,6 +271,23 @@ def _acc(model: nn.Module, data: MergeData) -> float:
     return 100.0 * evaluate_accuracy(model, data.test_images, data.test_labels, batch_size=1000)
 
 
+@torch.no_grad()
+def _acc_loss(model: nn.Module, data: MergeData, batch_size: int = 1000) -> tuple[float, float]:
+    """Test accuracy (%) and mean cross-entropy of ``model`` on ``data``'s test split, in one pass
+    (the accuracy is :func:`~eqlib.train.evaluate_accuracy`'s)."""
+    dev = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    correct, loss, n = 0, 0.0, len(data.test_labels)
+    for i in range(0, n, batch_size):
+        out = model(prepare_images(data.test_images[i:i + batch_size].to(dev))).float()
+        lab = data.test_labels[i:i + batch_size].to(dev)
+        correct += int((out.argmax(1) == lab).sum())
+        loss += float(nn.functional.cross_entropy(out, lab, reduction="sum"))
+    model.train(was_training)
+    return 100.0 * correct / max(1, n), loss / max(1, n)
+
+
 def _invariance(model: nn.Module, data: MergeData, n: int = 250) -> float:
     dev = next(model.parameters()).device
     x = prepare_images(data.test_images[:n]).to(dev)
@@ -275,24 +299,42 @@ def interpolation_curve(model_a: nn.Module, model_b: nn.Module, data: MergeData,
     """Test accuracy (%) of (1 − α) θ_A + α θ_B along ``alphas``; B must be aligned with A.
 
     ``mode``: ``"none"`` (interpolated statistics), ``"reset"`` (BN reset) or
-    ``"repair"`` (BN reset, then REPAIR), all on ``data.match``.
+    ``"repair"`` (BN reset, then REPAIR towards the statistics of the BN-reset endpoints),
+    all on ``data.match``.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
     if mode not in ("none", "reset", "repair"):
         raise ValueError(f"mode must be 'none', 'reset' or 'repair', got {mode!r}")
+    if mode == "repair":  # REPAIR's targets: the endpoints after their own BN reset
+        ref_a, ref_b = _reset_copy(model_a, data), _reset_copy(model_b, data)
     accs = []
     for a in alphas:
         m = interpolate(model_a, model_b, float(a))
         if mode != "none":
             reset_bn(m, data.match)
         if mode == "repair":
-            m = repair(m, model_a, model_b, data.match, alpha=float(a))
+            m = repair(m, ref_a, ref_b, data.match, alpha=float(a))
         accs.append(_acc(m, data))
     return accs
 
 
-def filter_distance(weight: torch.Tensor, pi_out: torch.Tensor, pi_in: torch.Tensor | None = None) -> float:
+def normalize_kernels(weight: torch.Tensor) -> torch.Tensor:
+    """Every k×k kernel ``W[o, c]`` of a conv weight divided by its Frobenius norm (zero kernels stay 0).
+
+    The result is unchanged when kernel (o, c) is multiplied by any positive number, in
+    particular by the per-channel positive rescalings a_o / b_c that BatchNorm and ReLU
+    allow (:func:`rescale_channels`). Double precision.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    w = weight.detach().double()
+    n = w.flatten(2).norm(dim=2)[..., None, None]
+    return torch.where(n > 0, w / n.clamp_min(1e-300), torch.zeros_like(w))
+
+
+def filter_distance(weight: torch.Tensor, pi_out: torch.Tensor, pi_in: torch.Tensor | None = None,
+                    scale_invariant: bool = False) -> float:
     """Normalised distance of a conv weight from the mirror-GCNN constraint of chapter 10.
 
     With :math:`TW = \\bar W[\\pi_{out}][:, \\pi_{in}]` (flip horizontally, permute output
@@ -300,12 +342,19 @@ def filter_distance(weight: torch.Tensor, pi_out: torch.Tensor, pi_in: torch.Ten
 
     .. math::
         d(W) = \\frac{\\lVert W - TW\\rVert}{\\lVert W\\rVert + \\lVert TW\\rVert}
-             = \\frac{\\lVert W - PW\\rVert}{\\lVert W\\rVert}\\in[0, 1],
+             = \\frac{\\lVert W - \\mathcal P W\\rVert}{\\lVert W\\rVert}\\in[0, 1],
 
-    where :math:`P = \\tfrac12(1 + T)` is the orthogonal projection onto the constraint
+    where :math:`\\mathcal P = \\tfrac12(1 + T)` is the orthogonal projection onto the constraint
     (T is an isometry, and an involution when the π's are): 0 exactly on GCNN filters,
     1 when TW = −W, about :math:`1/\\sqrt2 \\approx 0.71` for W and TW unrelated. Frobenius
     norms; ``pi_in`` None is the identity (the RGB input).
+
+    With ``scale_invariant`` the same formula is applied to :func:`normalize_kernels` (W)
+    (every k×k kernel scaled to norm 1): the **scale-invariant filter distance**
+    :math:`\\hat d(W) = d(\\hat W) = \\sqrt{(1 - \\overline{\\cos})/2}`, with
+    :math:`\\overline{\\cos}` the mean over non-zero kernels of the cosine between kernel
+    (o, c) and the mirrored kernel (π_out(o), π_in(c)). It is unchanged by positive
+    rescalings of channels (BatchNorm's symmetry) and 0 on GCNN filters; ``d`` is not.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
@@ -317,16 +366,17 @@ def filter_distance(weight: torch.Tensor, pi_out: torch.Tensor, pi_in: torch.Ten
     for name, p, n in (("pi_out", pi_out, weight.shape[0]), ("pi_in", pi_in, weight.shape[1])):
         if p.shape != (n,) or not torch.equal(torch.sort(p).values, torch.arange(n)):
             raise ValueError(f"{name} must be a permutation of {n} channels, got {p.tolist()}")
-    w = weight.detach().double()
+    w = normalize_kernels(weight) if scale_invariant else weight.detach().double()
     tw = w.flip(-1)[pi_out][:, pi_in]
     den = float(w.norm() + tw.norm())
     return float((w - tw).norm()) / den if den > 0 else 0.0
 
 
-def gcnn_filter_distance(model: VGG, perms: dict[str, torch.Tensor]) -> dict[str, float]:
+def gcnn_filter_distance(model: VGG, perms: dict[str, torch.Tensor], scale_invariant: bool = False
+                         ) -> dict[str, float]:
     """:func:`filter_distance` of every conv layer of ``model`` under the matched ``perms``
     (``{"conv0": π_0, ...}``, the output permutation of each layer; the input permutation
-    of layer i is layer i − 1's).
+    of layer i is layer i − 1's); ``scale_invariant`` as there.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
@@ -335,8 +385,101 @@ def gcnn_filter_distance(model: VGG, perms: dict[str, torch.Tensor]) -> dict[str
         raise ValueError(f"perms must hold one permutation per conv layer ({len(layers)}), got {len(perms)}")
     out, prev = {}, None
     for layer, (name, p) in zip(layers, perms.items()):
-        out[name] = filter_distance(layer.conv.weight, torch.as_tensor(p), prev)
+        out[name] = filter_distance(layer.conv.weight, torch.as_tensor(p), prev, scale_invariant)
         prev = torch.as_tensor(p)
+    return out
+
+
+def min_scaled_filter_distance(model: VGG, start: dict[str, torch.Tensor] | None = None, sweeps: int = 20
+                              ) -> tuple[dict[str, float], dict[str, torch.Tensor]]:
+    """The scale-invariant filter distance minimised over channel permutations, layer by layer.
+
+    Minimises :math:`\\sum_i \\hat d_i^2` (the squared scale-invariant distances of the conv
+    layers, :func:`filter_distance` with ``scale_invariant``) over the tuple
+    (π_0, π_1, …) of output permutations by exact block-coordinate descent: with the other
+    layers fixed, :math:`\\hat d_i^2` and :math:`\\hat d_{i+1}^2` are affine in the
+    assignment score :math:`\\sum_o S[o, \\pi_i(o)]`, so each step is a linear assignment
+    problem solved exactly (``scipy.optimize.linear_sum_assignment``, O(C³)). The sum
+    never increases, so the result is at most its value at ``start`` (default: the
+    identity); it is a local minimum (no single layer can improve), not necessarily the
+    global one. The minimisers are permutations: they are involutions when the scores
+    are symmetric and the optimum unique (check with
+    :func:`~eqlib.matching.involution_distance`).
+
+    Returns:
+        ``({"conv0": d̂_0, ...}, {"conv0": π_0, ...})`` at the minimiser.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    ws = [normalize_kernels(layer.conv.weight) for layer in conv_layers(model)]
+    names = [f"conv{i}" for i in range(len(ws))]
+    if start is None:
+        perms = [torch.arange(w.shape[0]) for w in ws]
+    else:
+        if list(start) != names:
+            raise ValueError(f"start must give the permutations {names}, got {list(start)}")
+        perms = [torch.as_tensor(start[k]).long().clone() for k in names]
+    sizes = [max(float((w * w).sum()), 1e-300) for w in ws]  # ‖Ŵ_i‖² = number of non-zero kernels
+    for _ in range(max(1, int(sweeps))):
+        changed = False
+        for i, w in enumerate(ws):
+            pin = perms[i - 1] if i > 0 else torch.arange(w.shape[1])
+            score = torch.einsum("ocxy,pcxy->op", w, w.flip(-1)[:, pin]) / sizes[i]
+            if i + 1 < len(ws):
+                nxt = ws[i + 1]
+                g = nxt.flip(-1)[perms[i + 1]]
+                score = score + torch.einsum("ocxy,oqxy->cq", nxt, g) / sizes[i + 1]
+            rows, cols = linear_sum_assignment(score.numpy(), maximize=True)
+            new = torch.as_tensor(cols[np.argsort(rows)]).long()
+            cur = float(score[torch.arange(len(new)), perms[i]].sum())
+            if float(score[torch.arange(len(new)), new].sum()) > cur + 1e-12:
+                perms[i], changed = new, True
+        if not changed:
+            break
+    out = {k: v for k, v in zip(names, perms)}
+    return gcnn_filter_distance(model, out, scale_invariant=True), out
+
+
+def rescale_channels(model: VGG, seed: int = 0, low: float = 0.25, high: float = 4.0) -> VGG:
+    """A copy of ``model`` (with BatchNorm) whose channels are rescaled by random positive factors
+    without changing the function it computes: BatchNorm's per-channel symmetry.
+
+    For every conv layer, output channel o of the convolution (weight, bias) is multiplied by
+    a_o and the BatchNorm statistics follow (running mean by a_o, running variance by a_o²);
+    the BatchNorm output channel (weight, bias) is multiplied by t_o and the next layer's
+    input channel (conv weight, or the classifier's column) by 1/t_o (ReLU and max-pooling
+    commute with positive scalings). a_o, t_o are drawn log-uniformly from [low, high]. The
+    function is unchanged up to BatchNorm's ε (it divides by √(a²·var + ε), not
+    a·√(var + ε)), exactly when ε = 0; with or without a BN reset.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    layers = conv_layers(model)
+    if not layers or any(l.bn is None for l in layers):
+        raise ValueError("rescale_channels needs a VGG with BatchNorm after every convolution")
+    if not 0 < low <= high:
+        raise ValueError(f"need 0 < low <= high, got {low}, {high}")
+    out = copy.deepcopy(model).eval()
+    gen = torch.Generator().manual_seed(int(seed))
+    layers = conv_layers(out)
+    lo, hi = float(np.log(low)), float(np.log(high))
+    with torch.no_grad():
+        for i, layer in enumerate(layers):
+            n = layer.conv.out_channels
+            a = torch.exp(lo + (hi - lo) * torch.rand(n, generator=gen, dtype=torch.float64)).float()
+            t = torch.exp(lo + (hi - lo) * torch.rand(n, generator=gen, dtype=torch.float64)).float()
+            layer.conv.weight.mul_(a.view(-1, 1, 1, 1))
+            layer.conv.bias.mul_(a)
+            layer.bn.running_mean.mul_(a)
+            layer.bn.running_var.mul_(a * a)
+            layer.bn.weight.mul_(t)
+            layer.bn.bias.mul_(t)
+            if i + 1 < len(layers):
+                layers[i + 1].conv.weight.div_(t.view(1, -1, 1, 1))
+            else:
+                out.layers[-1].linear.weight.div_(t.view(1, -1))
     return out
 
 
@@ -350,18 +493,21 @@ def _merge(model_a: nn.Module, model_b: nn.Module, data: MergeData, alphas: Sequ
     model_a = model_a.eval()
     perms, corrs = match_activations(model_a, model_b, data.match, return_correlations=True)
     aligned = apply_permutation(model_b, perms).eval()
-    acc_a, acc_b = _acc(model_a, data), _acc(aligned, data)
-    # endpoints with their statistics re-estimated on the same images as the midpoint's
-    acc_a_reset, acc_b_reset = _acc(_reset_copy(model_a, data), data), _acc(_reset_copy(aligned, data), data)
+    (acc_a, loss_a), (acc_b, loss_b) = _acc_loss(model_a, data), _acc_loss(aligned, data)
+    # endpoints with their statistics re-estimated on the same images as the midpoint's; these
+    # BN-reset endpoints are also REPAIR's targets (a GCNN, its own midpoint, then stays put)
+    reset_a, reset_b = _reset_copy(model_a, data), _reset_copy(aligned, data)
+    (acc_a_reset, loss_a_reset), (acc_b_reset, loss_b_reset) = _acc_loss(reset_a, data), _acc_loss(reset_b, data)
     mean, mean_reset = 0.5 * (acc_a + acc_b), 0.5 * (acc_a_reset + acc_b_reset)
+    lmean, lmean_reset = 0.5 * (loss_a + loss_b), 0.5 * (loss_a_reset + loss_b_reset)
     mid = interpolate(model_a, aligned, 0.5).eval()
-    acc_mid = _acc(mid, data)
+    acc_mid, loss_mid = _acc_loss(mid, data)
     inv_mid = _invariance(mid, data)
     reset_bn(mid, data.match)
-    acc_reset = _acc(mid, data)
+    acc_reset, loss_reset = _acc_loss(mid, data)
     inv_reset = _invariance(mid, data)
-    rep = repair(mid, model_a, aligned, data.match, alpha=0.5)
-    acc_repair = _acc(rep, data)
+    rep = repair(mid, reset_a, reset_b, data.match, alpha=0.5)
+    acc_repair, loss_repair = _acc_loss(rep, data)
     inv_a, inv_b = _invariance(model_a, data), _invariance(aligned, data)
     inv_dist = {k: involution_distance(p) for k, p in perms.items()}
     report = {
@@ -370,6 +516,10 @@ def _merge(model_a: nn.Module, model_b: nn.Module, data: MergeData, alphas: Sequ
         "acc_a_reset": acc_a_reset, "acc_b_reset": acc_b_reset, "endpoint_mean_reset": mean_reset,
         "acc_mid": acc_mid, "acc_mid_reset": acc_reset, "acc_mid_repair": acc_repair,
         "barrier": mean - acc_mid, "barrier_reset": mean_reset - acc_reset, "barrier_repair": mean_reset - acc_repair,
+        "loss_a": loss_a, "loss_b": loss_b, "loss_a_reset": loss_a_reset, "loss_b_reset": loss_b_reset,
+        "loss_mid": loss_mid, "loss_mid_reset": loss_reset, "loss_mid_repair": loss_repair,
+        "loss_barrier": loss_mid - lmean, "loss_barrier_reset": loss_reset - lmean_reset,
+        "loss_barrier_repair": loss_repair - lmean_reset,
         "involution_distance": inv_dist,
         "involution_distance_mean": float(np.mean(list(inv_dist.values()))),
         "matched_correlation": {k: float(c.diagonal().mean()) for k, c in zip(perms, corrs)},
@@ -381,6 +531,14 @@ def _merge(model_a: nn.Module, model_b: nn.Module, data: MergeData, alphas: Sequ
         dist = gcnn_filter_distance(model_a, perms)
         report["filter_distance"] = dist
         report["filter_distance_mean"] = float(np.mean(list(dist.values())))
+        scaled = gcnn_filter_distance(model_a, perms, scale_invariant=True)
+        report["filter_distance_scaled"] = scaled
+        report["filter_distance_scaled_mean"] = float(np.mean(list(scaled.values())))
+        best, best_perms = min_scaled_filter_distance(model_a, perms)
+        report["filter_distance_min"] = best
+        report["filter_distance_min_mean"] = float(np.mean(list(best.values())))
+        report["filter_distance_min_involution_distance"] = {k: involution_distance(p) for k, p in best_perms.items()}
+        report["filter_distance_min_perms"] = {k: p.tolist() for k, p in best_perms.items()}
     if alphas is not None:
         report["alphas"] = [float(a) for a in alphas]
         report["curve_reset"] = interpolation_curve(model_a, aligned, data, alphas, "reset")
@@ -397,8 +555,15 @@ def gcnn_barrier(model: nn.Module, data: MergeData, alphas: Sequence[float] | No
     with interpolated statistics, after BN reset, after BN reset + REPAIR), ``barrier``
     (endpoint mean minus midpoint, both with their own statistics) / ``barrier_reset`` /
     ``barrier_repair`` (BN-reset endpoint mean minus the BN-reset / REPAIRed midpoint:
-    endpoints and midpoint measured alike); ``filter_distance`` per layer
-    (:func:`gcnn_filter_distance`) and its mean; ``involution_distance`` per layer
+    endpoints and midpoint measured alike; REPAIR's targets are the BN-reset endpoints, so
+    for a GCNN all three are 0); ``loss_a`` … ``loss_mid_repair`` (test cross-entropy, nats)
+    and ``loss_barrier`` / ``loss_barrier_reset`` / ``loss_barrier_repair`` (midpoint's loss
+    minus the endpoints' mean loss, same pairing as the accuracy barriers);
+    ``filter_distance`` per layer (:func:`gcnn_filter_distance`) and its mean;
+    ``filter_distance_scaled`` (the scale-invariant form at the matched permutations) and
+    ``filter_distance_min`` (minimised by :func:`min_scaled_filter_distance`, started at the
+    matched permutations), their means, the minimisers (``filter_distance_min_perms``) and
+    their distance from an involution; ``involution_distance`` per layer
     (fraction of channels c with π(π(c)) ≠ c) and its mean; ``matched_correlation`` per
     layer; the mirror-invariance error ‖f(mx) − f(x)‖/‖f(x)‖ on test images of A, B and
     the midpoints; ``perms``; and, given ``alphas``, ``curve_reset`` (accuracy along α
@@ -438,7 +603,9 @@ def summarize(self_flip: Sequence[dict], pairs: Sequence[dict]) -> dict[str, Any
     """
     keys = ("barrier", "barrier_reset", "barrier_repair", "acc_a", "acc_mid_reset", "involution_distance_mean",
             "invariance_a", "invariance_mid_reset")
-    optional = ("acc_a_reset", "endpoint_mean_reset", "filter_distance_mean")
+    optional = ("acc_a_reset", "endpoint_mean_reset", "filter_distance_mean", "loss_a", "loss_barrier",
+                "loss_barrier_reset", "loss_barrier_repair", "filter_distance_scaled_mean",
+                "filter_distance_min_mean")
 
     def block(reports):
         present = keys + tuple(k for k in optional if all(k in r for r in reports))
@@ -450,12 +617,14 @@ def summarize(self_flip: Sequence[dict], pairs: Sequence[dict]) -> dict[str, Any
         out["self_flip_below_pairs"] = {
             k: {"all": bool(max(r[k] for r in self_flip) < min(r[k] for r in pairs)),
                 "means": bool(out["self_flip"][k]["mean"] < out["two_network"][k]["mean"])}
-            for k in ("barrier_reset", "barrier_repair")}
+            for k in ("barrier_reset", "barrier_repair") + tuple(
+                k for k in ("loss_barrier_reset", "loss_barrier_repair")
+                if k in out["self_flip"] and k in out["two_network"])}
     return out
 
 
 #: bump when the measurements change, so cached results are recomputed
-_RESULTS_VERSION = 2
+_RESULTS_VERSION = 3
 
 
 def _digest(results: dict[str, Any]) -> str:
@@ -594,8 +763,11 @@ _KINDS = ("barrier", "barrier_reset", "barrier_repair")
 def summary_table(results: dict[str, Any], spread: str = "std") -> tuple[list[str], list[list[str]]]:
     """The main table of :func:`run_experiment`'s results: one row per "variant@width" with
     test accuracy, GCNN and two-network barriers (interpolated statistics / BN reset /
-    REPAIR, in ppt), the normalised filter distance from the GCNN constraint
-    (:func:`gcnn_filter_distance`), the matched permutations' distance from an involution and
+    REPAIR, in ppt), the same three loss barriers (midpoint's cross-entropy minus the
+    endpoints' mean, nats; when the results have them), the normalised filter distance from
+    the GCNN constraint (:func:`gcnn_filter_distance`) and its scale-invariant form at the
+    matched permutations and minimised (:func:`min_scaled_filter_distance`; when present),
+    the matched permutations' distance from an involution and
     the invariance error of the network and of its self-flip midpoint.
 
     Args:
@@ -615,20 +787,39 @@ def summary_table(results: dict[str, Any], spread: str = "std") -> tuple[list[st
             return f"{s['mean']:.1f} ± {s['std']:.1f}"
         return f"{s['mean']:.1f} [{s['min']:.1f}, {s['max']:.1f}]"
 
+    def fmt2(s):
+        if not s:
+            return "–"
+        return f"{s['mean']:.2f}" + (f" [{s['min']:.2f}, {s['max']:.2f}]" if spread == "range" else "")
+
+    def lfmt(s):
+        if spread == "std":
+            return f"{s['mean']:.2f} ± {s['std']:.2f}"
+        return f"{s['mean']:.2f} [{s['min']:.2f}, {s['max']:.2f}]"
+
+    has_loss = any("loss_barrier" in c["summary"]["self_flip"] for c in results["cells"].values())
+    has_scaled = any("filter_distance_min_mean" in c["summary"]["self_flip"] for c in results["cells"].values())
     header = ["variant @ width", "test acc. (%)", "GCNN barrier: interp. / BN reset / REPAIR",
-              "two-network: interp. / BN reset / REPAIR", "filter distance d",
-              "π distance from involution", "invariance error θ → midpoint"]
+              "two-network: interp. / BN reset / REPAIR"]
+    if has_loss:
+        header += ["GCNN loss barrier: interp. / BN reset / REPAIR", "two-network loss barrier"]
+    header += ["filter distance d"] + (["scale-inv. d̂ (matched / min)"] if has_scaled else []) + [
+        "π distance from involution", "invariance error θ → midpoint"]
     rows = []
     for key, cell in results["cells"].items():
         s = cell["summary"]
         sf, tn = s["self_flip"], s.get("two_network")
-        fd = sf.get("filter_distance_mean")
-        rows.append([key, fmt(sf["acc_a"]), " / ".join(fmt(sf[k]) for k in _KINDS),
-                     " / ".join(fmt(tn[k]) for k in _KINDS) if tn else "–",
-                     (f"{fd['mean']:.2f}" + (f" [{fd['min']:.2f}, {fd['max']:.2f}]" if spread == "range" else ""))
-                     if fd else "–",
-                     f"{sf['involution_distance_mean']['mean']:.3f}",
-                     f"{sf['invariance_a']['mean']:.3f} → {sf['invariance_mid_reset']['mean']:.1e}"])
+        row = [key, fmt(sf["acc_a"]), " / ".join(fmt(sf[k]) for k in _KINDS),
+               " / ".join(fmt(tn[k]) for k in _KINDS) if tn else "–"]
+        if has_loss:
+            row += [" / ".join(lfmt(sf["loss_" + k]) for k in _KINDS) if "loss_barrier" in sf else "–",
+                    " / ".join(lfmt(tn["loss_" + k]) for k in _KINDS) if tn and "loss_barrier" in tn else "–"]
+        row += [fmt2(sf.get("filter_distance_mean"))]
+        if has_scaled:
+            row += [f"{fmt2(sf.get('filter_distance_scaled_mean'))} / {fmt2(sf.get('filter_distance_min_mean'))}"]
+        row += [f"{sf['involution_distance_mean']['mean']:.3f}",
+                f"{sf['invariance_a']['mean']:.3f} → {sf['invariance_mid_reset']['mean']:.1e}"]
+        rows.append(row)
     return header, rows
 
 
