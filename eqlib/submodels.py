@@ -3,7 +3,11 @@
 A hidden neuron j of layer i (output h_j = σ(w_j · h_{i-1} + b_j)) can be removed
 without changing the function when it is
 
-* **dead**: its outgoing column W_{i+1}[:, j] is zero (its value is never used);
+* **dead**: its outgoing column W_{i+1}[:, j] is zero (its value is never used).
+  :func:`reduce` removes more: *dead classes*, a neuron with its clones whose outgoing
+  columns are non-zero but cancel in the class sum Σ_q c_q W_{i+1}[:, q], and neurons
+  whose columns are non-zero only in the rows of dead neurons of layer i+1 (the
+  cascade);
 * **constant**: its incoming row w_j is zero, so it outputs the constant σ(b_j); the
   next layer absorbs it: b_{i+1} ← b_{i+1} + W_{i+1}[:, j] σ(b_j);
 * a **clone** of a neuron a: (w_j, b_j) = c (w_a, b_a) with c in the one-dimensional
@@ -40,9 +44,12 @@ member of a *dead class*. Then
   incoming row to c_j × its representative's; everything else (dead neurons' rows,
   members' outgoing columns, constants' biases) is kept from the original θ, so that
   β(reduce(θ)) = θ up to the tolerance.
-* For every θ̃ and h̃ ∈ Ṽ_{i-1}:  Π_i f_i(α_{i-1}(h̃); β(θ̃)_i) = α_i(f̃_i(h̃; θ̃_i)),
-  where Π_i zeroes the dead coordinates, and the next layer ignores them; hence
-  f(·; β(θ̃)) = f̃(·; θ̃).
+* For every θ̃ and h̃ ∈ Ṽ_{i-1}:  J_i f_i(α_{i-1}(h̃); β(θ̃)_i) = α_i(f̃_i(h̃; θ̃_i)),
+  where the diagonal 0/1 matrix J_i zeroes the dead coordinates (J_L = I), and, after
+  J_{i+1}, the next layer ignores them on the latents the network reaches:
+  J_{i+1} f_{i+1}(J_i y) = J_{i+1} f_{i+1}(y) for y = f_{≤i}(x; β(θ̃)) (members of a dead
+  class equal c_q times their representative there, and dead neurons of layer i may
+  feed dead neurons of layer i+1); hence f(·; β(θ̃)) = f̃(·; θ̃).
 
 Chapter: *Models, latent spaces and submodels* (book/part1/03_models_and_submodels).
 """
@@ -288,7 +295,7 @@ class Reduction:
         alpha: A_i, shape (d_i, d̃_i); α_i(h̃) = A_i h̃ + alpha_offset[i].
         alpha_offset: v_i, shape (d_i,): the constant neurons' values.
         alpha_star: shape (d̃_i, d_i), reads the representatives: α*_i ∘ α_i = id.
-        live: bool (d_i,), False on dead neurons (Π_i keeps the live ones).
+        live: bool (d_i,), False on dead neurons (J_i keeps the live ones).
         kinds: per latent space, a list of "live", "constant" or "dead" per neuron.
 
     Chapter: *Models, latent spaces and submodels* (book/part1/03_models_and_submodels).
@@ -388,7 +395,7 @@ class Reduction:
         """Check the commuting diagram numerically on inputs x (N, d_0).
 
         Returns max-abs errors: ``"alpha_star_alpha"`` (α*∘α − id over all i),
-        ``"layers"`` (Π_i f_i(α_{i-1} h̃; β θ̃) − α_i f̃_i(h̃; θ̃), on the submodel's own
+        ``"layers"`` (J_i f_i(α_{i-1} h̃; β θ̃) − α_i f̃_i(h̃; θ̃), on the submodel's own
         latents h̃), ``"end_to_end"`` (f(x; β θ̃) − f̃(x; θ̃)) and ``"beta_roundtrip"``
         (β(reduce θ) − θ, over all parameters).
         """

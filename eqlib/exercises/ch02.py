@@ -5,6 +5,7 @@ Chapter: *Groups and actions* (book/part1/02_groups_and_actions).
 from __future__ import annotations
 
 import itertools
+import numbers
 from collections.abc import Callable
 
 import torch
@@ -21,8 +22,12 @@ def check_corner_representation(rho) -> None:
     """ch02-ex1: the permutation representation of D4 on the 4 corners of a square.
 
     ``rho`` must be an :class:`~eqlib.actions.Action` of ``dihedral(4)`` on R^4 by
-    permutation matrices, a homomorphism, faithful (8 distinct matrices), with ρ(r) a
-    4-cycle (a quarter turn moves every corner) and ρ(s) a reflection of the square.
+    permutation matrices, a homomorphism, faithful (8 distinct matrices), with ρ(r)
+    sending corner i to corner i + 1 mod 4 (corners numbered counter-clockwise, r the
+    counter-clockwise quarter turn) and ρ(s) fixing no corner (s is the left-right
+    mirror, a reflection through the midpoints of two edges, not a diagonal one). These
+    two conditions accept every correct numbering (whichever corner is 0) and refuse a
+    diagonal reflection for s and a clockwise r.
 
     Chapter: *Groups and actions*.
     """
@@ -39,8 +44,14 @@ def check_corner_representation(rho) -> None:
     distinct = len({tuple(m.flatten().tolist()) for m in mats})
     require(distinct == 8, f"rho sends the 8 elements of D4 to only {distinct} different matrices; the symmetries of "
                            "a square move its corners in 8 different ways")
-    r = rho.matrix(G["r"])
+    r, s = rho.matrix(G["r"]), rho.matrix(G["s"])
     require(int(torch.diagonal(r).sum()) == 0, "ρ(r) fixes a corner, but a quarter turn moves every corner")
+    turn = torch.eye(4)[:, [1, 2, 3, 0]]                    # e_i ↦ e_{i+1 mod 4}
+    require(bool(torch.equal(r, turn)), "ρ(r) must send corner i to corner i + 1 mod 4 (the hint): with the "
+            "corners numbered counter-clockwise, r turns counter-clockwise; check the direction of your r")
+    fixed = int(torch.diagonal(s).sum())
+    require(fixed == 0, f"ρ(s) fixes {fixed} corners, but the left-right mirror s fixes no corner of the square "
+            "(it is a reflection through the midpoints of two edges, not through a diagonal)")
     passed("Correct: D4 acts faithfully on the corners of the square.")
 
 
@@ -97,18 +108,18 @@ def check_b3_orbit_stabilizer(orbit, stabilizer) -> None:
             "distinct; keep each point of the orbit once (torch.unique(..., dim=0))")
     require(set(got) <= truth, f"orbit3 holds {sorted(set(got) - truth)[:2]}, which no signed "
             "permutation reaches from x = (2, 2, -5): entries must be a rearrangement of ±2, ±2, ±5")
-    require(set(got) == truth, f"orbit3 has {len(got)} points but the orbit has {len(truth)}: "
-            "every position of the ±5 and every sign pattern occurs")
+    require(set(got) == truth, "orbit3 misses points of the orbit: every position of the ±5 and every "
+            "sign pattern occurs")
     stab = stabilizer.float()
     require(stab.shape[1:] == (3, 3), f"stab3 must hold 3x3 matrices, got shape {tuple(stab.shape)}")
     members = {tuple(m.flatten().tolist()) for m in mats}
     require(all(tuple(m.flatten().tolist()) in members for m in stab),
             "stab3 holds a matrix that is not a signed permutation matrix")
     require(bool(torch.allclose(stab @ x, x.expand(len(stab), 3))), "stab3 holds a matrix that moves x")
-    require(len({tuple(m.flatten().tolist()) for m in stab}) == len(stab) == 2,
-            f"stab3 has {len(stab)} matrices (with repeats removed: "
-            f"{len({tuple(m.flatten().tolist()) for m in stab})}); by orbit-stabilizer it has "
-            f"48 / {len(truth)} = {48 // len(truth)}")
+    require(len({tuple(m.flatten().tolist()) for m in stab}) == len(stab),
+            "stab3 repeats a matrix; keep each element of the stabilizer once")
+    require(len(stab) == 2, "stab3 does not hold the whole stabilizer, or holds too much: find every "
+            "signed permutation that fixes x, and compare |orbit| · |stabilizer| with |B3|")
     passed(f"Correct: |orbit| · |stabilizer| = {len(truth)} · 2 = 48 = |B3|.")
 
 
@@ -119,8 +130,12 @@ def check_b3_involutions(count) -> None:
     Chapter: *Groups and actions*.
     """
     require(count is not None, "n_involutions is None: did you replace `raise NotImplementedError()`?")
-    require(isinstance(count, int) and not isinstance(count, bool),
+    if isinstance(count, torch.Tensor) and count.numel() == 1 and not count.is_floating_point() \
+            and count.dtype != torch.bool:
+        count = int(count)                      # a count computed with torch, e.g. (...).sum()
+    require(isinstance(count, numbers.Integral) and not isinstance(count, bool),
             f"n_involutions must be an int, got {type(count).__name__}")
+    count = int(count)                          # numpy integers too
     mats = _signed_permutation_matrices(3)
     eye = torch.eye(3)
     squares_to_e = int(torch.isclose(mats @ mats, eye).all(-1).all(-1).sum())

@@ -38,6 +38,40 @@ def test_corner_representation_wrong(make, message):
         ch02.check_corner_representation(make())
 
 
+def _corners_along_words(r_points, s_points):
+    """The corner representation built as the written solution builds it, from generator maps."""
+    G = groups.dihedral(4)
+    gens = {G["r"]: r_points, G["s"]: s_points}
+    points = {}
+    for g, word in zip(G, G.words):
+        p = list(range(4))
+        for k in word:
+            p = [p[j] for j in gens[G.generators[k]]]
+        points[g] = p
+    return actions.permutation(G, points)
+
+
+@pytest.mark.parametrize("s_points", [[1, 0, 3, 2], [3, 2, 1, 0]], ids=["corner0-top-right", "corner0-top-left"])
+def test_corner_representation_every_numbering_right(s_points):
+    # counter-clockwise numbering from any corner: s is i ↦ k − i (mod 4) with k odd
+    assert ch02.check_corner_representation(_corners_along_words([1, 2, 3, 0], s_points)) is None
+
+
+@pytest.mark.parametrize("r_points,s_points,message", [
+    ([1, 2, 3, 0], [0, 3, 2, 1], "fixes 2 corners"),       # s a diagonal reflection (referee r1, r2)
+    ([1, 2, 3, 0], [2, 1, 0, 3], "fixes 2 corners"),       # the other diagonal
+    ([3, 0, 1, 2], [1, 0, 3, 2], "i \\+ 1 mod 4"),        # r clockwise, against the hint
+    ([3, 0, 1, 2], [2, 1, 0, 3], "i \\+ 1 mod 4"),
+], ids=["s-diagonal-02", "s-diagonal-13", "r-clockwise", "r-clockwise-s-diagonal"])
+def test_corner_representation_faithful_but_wrong(r_points, s_points, message):
+    # faithful permutation representations of D4 that are not the asked corner action:
+    # the old checker (homomorphism, permutations, faithful, tr ρ(r) = 0) said "Correct"
+    rho = _corners_along_words(r_points, s_points)
+    assert len({tuple(m.flatten().tolist()) for m in rho.matrices()}) == 8
+    with pytest.raises(ExerciseError, match=message):
+        ch02.check_corner_representation(rho)
+
+
 def test_corner_representation_signed_is_not_a_permutation():
     G = groups.dihedral(4)
     rho = actions.PermutationAction.from_generators(
@@ -84,7 +118,7 @@ def test_b3_orbit_stabilizer_right():
 
 
 @pytest.mark.parametrize("which,message", [
-    ("repeats", "repeats points"), ("short", "the orbit has 24"), ("identity-only", "48 / 24"),
+    ("repeats", "repeats points"), ("short", "misses points"), ("identity-only", "whole stabilizer"),
     ("moves", "moves x"), ("none", "is None")])
 def test_b3_orbit_stabilizer_wrong(which, message):
     mats, x = _b3()
@@ -112,3 +146,20 @@ def test_b3_involutions():
         ch02.check_b3_involutions(5)
     with pytest.raises(ExerciseError, match="must be an int"):
         ch02.check_b3_involutions(19.0)
+    with pytest.raises(ExerciseError, match="must be an int"):
+        ch02.check_b3_involutions(torch.tensor(19.0))
+    # a count made with torch or numpy is accepted (referee r2)
+    import numpy as np
+    assert ch02.check_b3_involutions(torch.tensor(19)) is None
+    assert ch02.check_b3_involutions(np.int64(19)) is None
+    with pytest.raises(ExerciseError, match="not the number"):
+        ch02.check_b3_involutions(torch.tensor(5))
+
+
+def test_b3_messages_do_not_give_the_counts_away():
+    mats, x = _b3()
+    orbit = torch.unique(mats @ x, dim=0)
+    for orbit_, stab in ((orbit[:12], mats[(mats @ x == x).all(1)]), (orbit, torch.eye(3)[None])):
+        with pytest.raises(ExerciseError) as err:
+            ch02.check_b3_orbit_stabilizer(orbit_, stab)
+        assert "24" not in str(err.value) and "48 /" not in str(err.value)
