@@ -24,9 +24,9 @@ Weakly identifiable networks (dead or cloned units) are first reduced with
 .. math:: k_i(g) = α_i \\tilde k_i(g) α_i^* + (I − α_i α_i^*).
 
 This is a homomorphism (α*(I − αα*) = 0 and (I − αα*)α = 0 kill the cross terms) and
-makes f_i equivariant, after discarding the dead units (Π_i), on every latent the network
-reaches, Π_i f_{≤i}(x) = α_i f̃_{≤i}(x): k_{i-1} α_{i-1} ỹ = α_{i-1} k̃_{i-1} ỹ, so
-Π_i f_i(k_{i-1} α ỹ) = α_i f̃_i(k̃_{i-1} ỹ) = α_i k̃_i f̃_i(ỹ) = k_i α_i f̃_i(ỹ).
+makes f_i equivariant, after discarding the dead units (J_i), on every latent the network
+reaches, J_i f_{≤i}(x) = α_i f̃_{≤i}(x): k_{i-1} α_{i-1} ỹ = α_{i-1} k̃_{i-1} ỹ, so
+J_i f_i(k_{i-1} α ỹ) = α_i f̃_i(k̃_{i-1} ỹ) = α_i k̃_i f̃_i(ỹ) = k_i α_i f̃_i(ỹ).
 (Chapter 6's weak case of the theorem; the reduction's α_i is affine, but its offset
 vanishes on the representatives α_i* reads, so the lift is linear.) The lift need not
 lie in K_i: it does exactly when k̃_i(g) fixes every class that has a clone. When α_i
