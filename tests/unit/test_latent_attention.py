@@ -453,3 +453,125 @@ def test_degenerate_heads_do_not_spoil_the_basis_fit(seed):
     assert res.equivariant, res.summary()
     assert max(res.basis_residual.values()) < 1e-5
     assert all(torch.linalg.matrix_rank(a).tolist() == [2, 2] for a in res.A.values())  # invertible A_h
+
+
+# -- the partner-basis fit: structured (Sylvester) solve against the dense Kronecker SVD ----
+def _partner_system(seed, H, m, p, d, ranks=None, noise=0.0):
+    """W1, W1g = W1 C (+ noise), W2, W2g = W2 C^{-ᵀ} for a planted well-conditioned C per
+    head; with ``ranks`` = (r1, r2), head 0's W1 has rank r1 and W2g rank r2 (None: full),
+    so that the joint system leaves C free on ker W1 ⊗ ker W2g, (d − r1)(d − r2)
+    directions."""
+    from eqlib.symmetries import random_invertible
+
+    gen = torch.Generator().manual_seed(seed)
+    W1 = torch.randn(H, m, d, generator=gen, dtype=torch.float64)
+    W2 = torch.randn(H, p, d, generator=gen, dtype=torch.float64)
+    C = random_invertible(H, d, gen, 0.5).double()
+    W2g = W2 @ torch.linalg.inv(C).mT
+    if ranks is not None:
+        r1, r2 = (d if r is None else r for r in ranks)
+        b1 = torch.linalg.qr(torch.randn(d, r1, generator=gen, dtype=torch.float64))[0]
+        b2 = torch.linalg.qr(torch.randn(d, r2, generator=gen, dtype=torch.float64))[0]
+        W1[0] = W1[0] @ b1 @ b1.T
+        W2g[0] = W2g[0] @ b2 @ b2.T
+        W2[0] = W2g[0] @ C[0].T
+    W1g = W1 @ C + noise * torch.randn(H, m, d, generator=gen, dtype=torch.float64)
+    return (W1, W1g, W2, W2g), C
+
+
+PARTNER_CASES = {  # (H, m, p, d, (rank of W1, rank of W2g) of head 0, noise)
+    "full rank, exact": (3, 6, 6, 4, None, 0.0),
+    "full rank, noisy": (2, 48, 48, 12, None, 0.1),
+    "chapter size (d_in 48, 6 heads)": (6, 48, 48, 8, None, 0.0),
+    "d = 16, noisy": (2, 32, 32, 16, None, 0.01),
+    "W1 rank 1 of 2, W2g rank 1": (2, 3, 3, 2, (1, 1), 0.0),
+    "W1 rank 3 of 6, W2g rank 3": (2, 8, 8, 6, (3, 3), 0.0),
+    "W1 rank 3 of 6, W2g rank 4, noisy": (2, 8, 8, 6, (3, 4), 0.05),
+    "W1 rank 2 of 5, W2g full (unique)": (2, 7, 5, 5, (2, None), 0.0),
+    "m + p < d": (2, 2, 1, 5, None, 0.0),
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("case", list(PARTNER_CASES))
+def test_structured_partner_basis_matches_the_dense_solve(case, seed):
+    """The Sylvester/SVD solve returns the dense Kronecker SVD's C (the same minimum-norm
+    solution, the same free directions and candidates on degenerate heads) and the same
+    residual, to rounding."""
+    from eqlib.latent.attention import _fit_partner_basis, _fit_partner_basis_dense
+
+    H, m, p, d, ranks, noise = PARTNER_CASES[case]
+    args, _ = _partner_system(seed, H, m, p, d, ranks, noise)
+    C, err = _fit_partner_basis(*args)
+    C_ref, err_ref = _fit_partner_basis_dense(*args)
+    assert C.dtype == C_ref.dtype == torch.float64 and C.shape == (H, d, d)
+    torch.testing.assert_close(C, C_ref, atol=1e-9 * max(1.0, float(C_ref.abs().max())), rtol=0)
+    assert err == pytest.approx(err_ref, abs=1e-10)
+    assert np.isfinite(err) and (err < 1e-10 if noise == 0 else err < 10 * noise)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_structured_partner_basis_returns_the_planted_basis(seed):
+    """A unique solution (full-rank heads) is the planted C, at the sizes the CIFAR
+    attention test uses (d_in = 192, d_k = 48), where the dense system would need
+    18,432 × 2,304 float64 per head."""
+    from eqlib.latent.attention import _fit_partner_basis
+
+    args, C_true = _partner_system(seed, 2, 192, 192, 48)
+    C, err = _fit_partner_basis(*(a.float() for a in args))
+    assert C.dtype == torch.float32 and err < 1e-5
+    torch.testing.assert_close(C.double(), C_true, atol=1e-4, rtol=1e-4)
+
+
+def test_partner_basis_degenerate_edge_cases_agree_with_the_dense_solve():
+    """All-zero factors (everything free: I is chosen, as before); a system whose only
+    solution is singular (reported ∞ by both); and bad shapes (ValueError)."""
+    from eqlib.latent.attention import _fit_partner_basis, _fit_partner_basis_dense
+
+    z = torch.zeros(1, 3, 4, dtype=torch.float64)
+    for fit in (_fit_partner_basis, _fit_partner_basis_dense):
+        C, err = fit(z, z, z, z)
+        torch.testing.assert_close(C, torch.eye(4, dtype=torch.float64)[None])
+        assert err == 0
+    eye = torch.eye(3, dtype=torch.float64)[None]
+    singular = torch.diag(torch.tensor([1.0, 2.0, 0.0], dtype=torch.float64))[None]
+    W2 = torch.zeros(1, 2, 3, dtype=torch.float64)
+    assert _fit_partner_basis(eye, singular, W2, W2)[1] == float("inf")
+    assert _fit_partner_basis_dense(eye, singular, W2, W2)[1] == float("inf")
+    torch.testing.assert_close(_fit_partner_basis(eye, singular, W2, W2)[0], singular)
+    with pytest.raises(ValueError, match="partner-basis fit needs"):
+        _fit_partner_basis(eye, eye, torch.zeros(1, 2, 4), torch.zeros(1, 2, 4))
+    with pytest.raises(ValueError, match="partner-basis fit needs"):
+        _fit_partner_basis(eye[0], eye[0], W2[0], W2[0])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_recovery_is_unchanged_by_the_structured_solve(seed, monkeypatch):
+    """The whole recovery, with the dense solver swapped in, gives the same A_h, B_h and
+    residuals, on planted layers and on a layer with a degenerate head."""
+    import eqlib.latent.attention as attention
+
+    act = patch_mirror_action(SHAPE, PATCH)
+    planted = plant_attention_equivariant(act, np.array([[0, 1, 2, 3], [1, 0, 2, 3]]), d_k=4, d_v=4, seed=seed)
+    G = symmetric(4)
+    flat = TokenAction(G, None, token_dim=3)
+    layer = MultiHeadAttention(4, 3, 3, heads=2, d_k=2, d_v=2, positional=False, seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name in ("W_Q", "W_K", "W_V"):
+            w = getattr(layer, name)
+            w[0] = w[0][:, :1] @ torch.randn(1, 2, generator=gen)     # a degenerate head
+    layer = apply_attention_symmetry(layer, sample_attention_symmetry(layer, seed=seed))
+    for lay, a, x in ((planted.layer, act, patchify(torch.randn(6, *SHAPE, generator=gen), PATCH)),
+                      (layer, flat, torch.randn(4, 4, 3, generator=gen))):
+        res = recover_attention_action(lay, a, x)
+        with monkeypatch.context() as mp:
+            mp.setattr(attention, "_fit_partner_basis", attention._fit_partner_basis_dense)
+            ref = recover_attention_action(lay, a, x)
+        assert res.equivariant and ref.equivariant, (res.summary(), ref.summary())
+        for g in a.group:
+            torch.testing.assert_close(res.A[g], ref.A[g], atol=1e-4, rtol=1e-4)
+            torch.testing.assert_close(res.B[g], ref.B[g], atol=1e-4, rtol=1e-4)
+            assert res.basis_residual[g] == pytest.approx(ref.basis_residual[g], abs=1e-5)
+            assert res.head_perm[g].tolist() == ref.head_perm[g].tolist()
+            assert res.head_ties[g] == ref.head_ties[g]
