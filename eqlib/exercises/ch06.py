@@ -106,6 +106,7 @@ def check_clone_lift(model, cloned, rho_in, rho_out, g, answer) -> None:
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     from ..latent import latent_actions
+    from ..symmetries import layer_symmetry_groups
 
     d = model.dims[1]
     require(list(cloned.dims) == [model.dims[0], d + 1] + list(model.dims[2:]),
@@ -121,7 +122,17 @@ def check_clone_lift(model, cloned, rho_in, rho_out, g, answer) -> None:
     res = latent_actions(cloned, rho_in, rho_out)
     require(res.ok and res.weak, "latent_actions does not find a weakly identifiable network")
     expected = res.matrix(1, g)
-    require(torch.allclose(answer.float(), expected, atol=1e-5),
-            f"not the lift: the lift is A k~ S + I - A S; its clone row mixes the clone with "
-            f"its representative's image (expected {expected.tolist()})")
-    passed("Correct: the clone's row of k_1(g) has three nonzero entries, so k_1(g) is not in K_1")
+    wrong = [j for j in range(d + 1)
+             if not torch.allclose(answer[j].float(), expected[j], atol=1e-5)]
+    require(not wrong,
+            f"not the lift: row(s) {wrong} of your k_1(g) are wrong. The lift is "
+            "A k~ A* + I - A A*; a clone's row mixes the clone with its representative's "
+            "image (read it off latent_actions(...).matrix(1, g))")
+    group = layer_symmetry_groups(cloned)[0]
+    if group.contains(expected, tol=1e-5):
+        passed("Correct: here k~_1(g) fixes the clone's class, so the lift k_1(g) is in K_1")
+    else:
+        counts = [int((expected[j].abs() > 1e-6).sum()) for j in range(d + 1)]
+        j = max(range(d + 1), key=lambda r: counts[r])
+        passed(f"Correct: row {j} of k_1(g) (a clone's row) has {counts[j]} nonzero entries, "
+               "so k_1(g) is not in K_1")

@@ -89,6 +89,27 @@ def _cloned(small, first=0.5, second=0.5):
     return net
 
 
+def test_clone_lift_messages(capsys):
+    """A wrong answer names the wrong rows without printing the lift; the success message
+    says "not in K_1" only when the lift is not in K_1 (at g = e it is the identity)."""
+    G, m = flip(), flip()["m"]
+    swap, rout = mirror((1, 1, 2)), trivial(G, 1)
+    small = _small()
+    lift = torch.tensor([[0.0, -1.0, 0.0], [-1.0, 0.0, 0.0], [-1.0, -1.0, 1.0]])
+    wrong = lift.clone()
+    wrong[2] = torch.tensor([0.0, 0.0, 1.0])
+    with pytest.raises(ExerciseError) as err:
+        check_clone_lift(small, _cloned(small), swap, rout, m, wrong)
+    assert "row(s) [2]" in str(err.value) and "-1.0, -1.0, 1.0" not in str(err.value)
+    assert "expected" not in str(err.value)
+    check_clone_lift(small, _cloned(small), swap, rout, m, lift)
+    out = capsys.readouterr().out
+    assert "3 nonzero entries" in out and "not in K_1" in out
+    check_clone_lift(small, _cloned(small), swap, rout, G["e"], torch.eye(3))
+    out = capsys.readouterr().out
+    assert "is in K_1" in out and "not in K_1" not in out
+
+
 def test_clone_lift():
     G, m = flip(), flip()["m"]
     swap, rout = mirror((1, 1, 2)), trivial(G, 1)
