@@ -512,8 +512,8 @@ def _role(name: str, body: str, ctx: _Cell) -> str:
         return cite(target, book.bib, "p")
     if name in {"cite:t", "cite:ts", "cite:alt"}:
         return cite(target, book.bib, "t")
-    if name.startswith("glue"):
-        ctx.glued.append(target.split(":", 1)[0])
+    if name.startswith("glue") or name == "eval":   # a value the executed notebook inserts
+        ctx.glued.append(target if name == "eval" else target.split(":", 1)[0])
         return f"`{ctx.glued[-1]}`"
     if name in _PY_ROLES:
         path = target.lstrip("~.")

@@ -112,6 +112,7 @@ PLANTED = {
     "cite:p": "Known {cite:p}`sussmann1992uniqueness`.",
     "glue": "It reaches {glue:text}`acc-tanh-classifier:.2f`.",
     "doc": "See {doc}`/book/part1/01_introduction`.",
+    "eval": "It reaches {eval}`f\"{acc:.2f}\"`.",
     "comment": "Text.\n\n% notation: K_i\n",
     "target": "(ch11-search)=\n## Search",
     "front matter": "---\nmath:\n  \\R: \\mathbb{R}\n---",
@@ -272,6 +273,8 @@ def test_convert_roles_and_directives():
                           "![f](https://raw.githubusercontent.com/x/y/main/book/p/recorded/f.png)\n\n"
                           "`{term}` stays in code.\n\n*Names in code font such as `acc` stand for numbers")
     assert "see the value computed above" in out
+    assert convert_markdown("Accuracy {eval}`round(acc, 2)`.", book, "book/p/01_a").startswith(
+        "Accuracy `round(acc, 2)`.\n\n*Names in code font")
     with pytest.raises(KeyError, match="no-such"):
         convert_markdown("{prf:ref}`no-such`", book, "book/p/01_a")
 
