@@ -31,11 +31,20 @@ def check_gcnn_projection(project: Callable[[torch.Tensor, torch.Tensor, torch.T
     require(gap < 1e-5, f"the result does not satisfy W[o, i, :, ::-1] = W[π(o), π(i)] (largest violation {gap:.3g})")
     again = project(out.clone(), pi_out, pi_in)
     require(torch.allclose(again, out, atol=1e-5), "projecting twice changed the result: a projection is idempotent")
-    # orthogonal: the residual is orthogonal to the constrained subspace (to the result itself and to any projection)
-    other = project(torch.randn(6, 4, 3, 3, generator=gen), pi_out, pi_in)
-    inner = float(((w - out) * other).sum())
-    require(abs(inner) < 1e-4, f"W − project(W) is not orthogonal to constrained weights (inner product {inner:.3g}); "
-            "the orthogonal projection averages W with its transformed copy")
+    # onto the WHOLE constrained space: every constrained weight V (built here, not by
+    # ``project``) is left unchanged; zeros or a projection onto a smaller space fail this
+    v = torch.randn(6, 4, 3, 3, generator=gen)
+    constrained = 0.5 * (v + v[pi_out][:, pi_in].flip(-1))
+    kept = project(constrained.clone(), pi_out, pi_in)
+    moved = float((kept - constrained).abs().max())
+    require(moved < 1e-5, f"project moved a weight that already satisfies the constraint (by up to "
+            f"{moved:.3g}): a projection onto the constrained weights must leave each of them "
+            "unchanged. Which linear map T fixes exactly the constrained weights?")
+    # orthogonal: the residual W − project(W) is orthogonal to every constrained weight
+    inner = float(((w - out) * constrained).sum())
+    require(abs(inner) < 1e-4, f"W − project(W) is not orthogonal to the constrained weights (inner "
+            f"product {inner:.3g}); for an involution T, which combination of 1 and T is a "
+            "symmetric idempotent?")
     passed("Correct: averaging W with W[π_out][:, π_in] flipped is the orthogonal projection onto the GCNN constraint.")
 
 
@@ -62,7 +71,7 @@ def check_filter_distance_by_hand(answer) -> None:
         "this value": float((W - W[swap]).norm() / (2 * W.norm())),
         "you divided by ‖W‖ alone; the denominator is ‖W‖ + ‖TW‖ = 2‖W‖":
             float((W - TW).norm() / W.norm()),
-        "that is d², not d": expected ** 2,
+        "this is the square of the right value: is a square root missing?": expected ** 2,
     }
     for message, value in mistakes.items():
         if abs(got - value) < 5e-4:

@@ -323,7 +323,7 @@ def normalize_kernels(weight: torch.Tensor) -> torch.Tensor:
     """Every k×k kernel ``W[o, c]`` of a conv weight divided by its Frobenius norm (zero kernels stay 0).
 
     The result is unchanged when kernel (o, c) is multiplied by any positive number, in
-    particular by the per-channel positive rescalings a_o / b_c that BatchNorm and ReLU
+    particular by the per-channel positive rescalings a_o / s_c that BatchNorm and ReLU
     allow (:func:`rescale_channels`). Double precision.
 
     Chapter: *ReLU CNNs and GCNNs*.
@@ -342,10 +342,11 @@ def filter_distance(weight: torch.Tensor, pi_out: torch.Tensor, pi_in: torch.Ten
 
     .. math::
         d(W) = \\frac{\\lVert W - TW\\rVert}{\\lVert W\\rVert + \\lVert TW\\rVert}
-             = \\frac{\\lVert W - \\mathcal P W\\rVert}{\\lVert W\\rVert}\\in[0, 1],
+             = \\frac{\\lVert W - \\mathcal R W\\rVert}{\\lVert W\\rVert}\\in[0, 1],
 
-    where :math:`\\mathcal P = \\tfrac12(1 + T)` is the orthogonal projection onto the constraint
-    (T is an isometry, and an involution when the π's are): 0 exactly on GCNN filters,
+    where :math:`\\mathcal R = \\tfrac12(1 + T)` (T is an isometry); when the π's are
+    involutions, T is an involution and :math:`\\mathcal R`, the Reynolds average over
+    {1, T}, is the orthogonal projection onto the constraint: 0 exactly on GCNN filters,
     1 when TW = −W, about :math:`1/\\sqrt2 \\approx 0.71` for W and TW unrelated. Frobenius
     norms; ``pi_in`` None is the identity (the RGB input).
 
@@ -354,7 +355,9 @@ def filter_distance(weight: torch.Tensor, pi_out: torch.Tensor, pi_in: torch.Ten
     :math:`\\hat d(W) = d(\\hat W) = \\sqrt{(1 - \\overline{\\cos})/2}`, with
     :math:`\\overline{\\cos}` the mean over non-zero kernels of the cosine between kernel
     (o, c) and the mirrored kernel (π_out(o), π_in(c)). It is unchanged by positive
-    rescalings of channels (BatchNorm's symmetry) and 0 on GCNN filters; ``d`` is not.
+    rescalings of channels (BatchNorm's positive symmetry) and 0 on GCNN filters; ``d`` is
+    not. Neither absorbs BatchNorm's sign symmetry (conv output channel and γ_o both times
+    −1), which keeps the function and can make both positive on a GCNN.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
@@ -448,9 +451,9 @@ def rescale_channels(model: VGG, seed: int = 0, low: float = 0.25, high: float =
 
     For every conv layer, output channel o of the convolution (weight, bias) is multiplied by
     a_o and the BatchNorm statistics follow (running mean by a_o, running variance by a_o²);
-    the BatchNorm output channel (weight, bias) is multiplied by t_o and the next layer's
-    input channel (conv weight, or the classifier's column) by 1/t_o (ReLU and max-pooling
-    commute with positive scalings). a_o, t_o are drawn log-uniformly from [low, high]. The
+    the BatchNorm output channel (weight, bias) is multiplied by s_o and the next layer's
+    input channel (conv weight, or the classifier's column) by 1/s_o (ReLU and max-pooling
+    commute with positive scalings). a_o, s_o are drawn log-uniformly from [low, high]. The
     function is unchanged up to BatchNorm's ε (it divides by √(a²·var + ε), not
     a·√(var + ε)), exactly when ε = 0; with or without a BN reset.
 
@@ -469,17 +472,17 @@ def rescale_channels(model: VGG, seed: int = 0, low: float = 0.25, high: float =
         for i, layer in enumerate(layers):
             n = layer.conv.out_channels
             a = torch.exp(lo + (hi - lo) * torch.rand(n, generator=gen, dtype=torch.float64)).float()
-            t = torch.exp(lo + (hi - lo) * torch.rand(n, generator=gen, dtype=torch.float64)).float()
+            s = torch.exp(lo + (hi - lo) * torch.rand(n, generator=gen, dtype=torch.float64)).float()
             layer.conv.weight.mul_(a.view(-1, 1, 1, 1))
             layer.conv.bias.mul_(a)
             layer.bn.running_mean.mul_(a)
             layer.bn.running_var.mul_(a * a)
-            layer.bn.weight.mul_(t)
-            layer.bn.bias.mul_(t)
+            layer.bn.weight.mul_(s)
+            layer.bn.bias.mul_(s)
             if i + 1 < len(layers):
-                layers[i + 1].conv.weight.div_(t.view(1, -1, 1, 1))
+                layers[i + 1].conv.weight.div_(s.view(1, -1, 1, 1))
             else:
-                out.layers[-1].linear.weight.div_(t.view(1, -1))
+                out.layers[-1].linear.weight.div_(s.view(1, -1))
     return out
 
 
