@@ -39,8 +39,8 @@ def check_residual_invariant(W2, W1, x, slope: float = 0.0) -> None:
 
     with torch.no_grad():
         err = float((f(-x) - f(x)).norm() / f(x).norm().clamp_min(1e-12))
-    require(err < 1e-4, f"f(−x) ≠ f(x) (relative error {err:.3g}); σ_a(z) − σ_a(−z) = (1 + a) z "
-                        f"with a = {a:g}: you need (1 + a) W2 W1 = −2 I")
+    require(err < 1e-4, f"f(−x) ≠ f(x) (relative error {err:.3g}); hint: compute "
+                        f"σ_a(z) − σ_a(−z) for z > 0 and for z ≤ 0 (slope a = {a:g})")
     passed(f"Correct: the block is invariant ((1 + a) W2 W1 = −2 I with a = {a:g}).")
 
 
