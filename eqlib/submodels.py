@@ -41,9 +41,13 @@ member of a *dead class*. Then
 * β: Θ̃ → Θ sets, for a submodel parameter θ̃, every representative's class sums of
   the full weights to θ̃'s weights (and 0 for dead classes), constants' incoming class
   sums to 0, biases minus the constants' contribution, and each class member's
-  incoming row to c_j × its representative's; everything else (dead neurons' rows,
-  members' outgoing columns, constants' biases) is kept from the original θ, so that
-  β(reduce(θ)) = θ up to the tolerance.
+  incoming row (and bias) to c_j × its representative's plus θ's deviation
+  D_j = θ_j − c_j θ_rep; everything else (dead-class representatives' rows, members'
+  outgoing columns, constants' biases) is kept from the original θ, so that
+  β(reduce(θ)) = θ up to the tolerance. D_j is zero for clones found in the first pass;
+  for clones that a later pass finds (their rows agree only in class sums) D_j has zero
+  sums over every class of layer i−1 and vanishes at v_{i−1}, so it changes no
+  pre-activation on the latents below.
 * For every θ̃ and h̃ ∈ Ṽ_{i-1}:  J_i f_i(α_{i-1}(h̃); β(θ̃)_i) = α_i(f̃_i(h̃; θ̃_i)),
   where the diagonal 0/1 matrix J_i zeroes the dead coordinates (J_L = I), and, after
   J_{i+1}, the next layer ignores them on the latents the network reaches:
@@ -330,7 +334,9 @@ class Reduction:
         """β(θ̃): full-size MLP parameters from submodel parameters (default: ``self.model``).
 
         f(·; β(θ̃)) = f̃(·; θ̃) exactly for every θ̃ (not only the reduced one), and
-        β(reduce(θ)) = θ up to the reduction's tolerance.
+        β(reduce(θ)) = θ up to the reduction's tolerance, also when a later pass finds
+        clones whose rows agree only in their class sums (a member's row is c_j × its
+        representative's plus θ's deviation D_j, whose class sums are zero).
 
         Raises:
             TypeError: if ``sub`` is not an MLP.
@@ -348,7 +354,7 @@ class Reduction:
         L = full.depth
         with torch.no_grad():
             for i in range(1, L + 1):
-                layer, sl = full.layers[i - 1], sub.layers[i - 1]
+                layer, sl, orig = full.layers[i - 1], sub.layers[i - 1], self.original.layers[i - 1]
                 W = layer.weight.detach().clone()
                 b = None if layer.bias is None else layer.bias.detach().clone()
                 d = W.shape[0]
@@ -381,11 +387,18 @@ class Reduction:
                         b_rows[:n_live] = target_b[:n_live] - W[rows[:n_live]] @ prev.value
                         b[rows] = b_rows
                 if i < L:
+                    # each class member's row becomes c_j × its representative's new row plus
+                    # θ's deviation D_j = θ_j − c_j θ_rep (zero for clones found in the first
+                    # pass; for clones found later only D_j's class sums vanish, so D_j adds
+                    # nothing to (a) or (b), and β(reduce(θ)) = θ keeps holding)
                     lay = st.layers[i - 1]
                     members = torch.nonzero((lay.status != _CONST) & (lay.rep != torch.arange(d))).flatten()
-                    W[members] = lay.ratio[members, None] * W[lay.rep[members]]
+                    heads, c = lay.rep[members], lay.ratio[members]
+                    W0 = orig.weight.detach()
+                    W[members] = W0[members] + c[:, None] * (W[heads] - W0[heads])
                     if b is not None:
-                        b[members] = lay.ratio[members] * b[lay.rep[members]]
+                        b0 = orig.bias.detach()
+                        b[members] = b0[members] + c * (b[heads] - b0[heads])
                 layer.weight.copy_(W)
                 if b is not None:
                     layer.bias.copy_(b)

@@ -119,6 +119,61 @@ def test_cascade_needs_several_passes():
     assert red.model.widths == [3, 2, 1, 1]
     with torch.no_grad():
         torch.testing.assert_close(red.model(X[:, :3]), net(X[:, :3]), atol=1e-6, rtol=1e-6)
+    # the two rows of layer 2 agree only in their class sums; β keeps θ's deviation
+    # (1, -1, 0) of the derived clone, so β(reduce(θ)) = θ (it was 1.0 off before)
+    errs = red.diagram_errors(X[:, :3])
+    assert errs["beta_roundtrip"] < 1e-5
+    assert errs["layers"] < 1e-5 and errs["end_to_end"] < 1e-5
+    other = MLP(red.model.widths, "tanh", seed=5)
+    errs = red.diagram_errors(X[:, :3], other)
+    assert errs["layers"] < 1e-5 and errs["end_to_end"] < 1e-5
+    full = red.beta(other)
+    W2 = full.layers[1].weight.detach()
+    torch.testing.assert_close(W2[1] - W2[0], torch.tensor([-1.0, 1.0, 0.0]))
+
+
+def _derived_clone_net(seed):
+    """Clones that only a second pass finds: rows of layer 2 that agree in class sums."""
+    net = MLP([6, 5, 4, 3, 2], "tanh", seed=seed)
+    with torch.no_grad():
+        W1, b1 = net.layers[0].weight, net.layers[0].bias
+        W2, b2, W3 = net.layers[1].weight, net.layers[1].bias, net.layers[2].weight
+        W1[4], b1[4] = -W1[3], -b1[3]  # negated clone: class sum W_2[:, 3] - W_2[:, 4]
+        e = torch.tensor([0.0, 0.0, 0.0, 1.0, 1.0])  # zero class sums
+        W2[1], b2[1] = W2[0] + 0.7 * e, b2[0]  # a derived clone of neuron 0
+        W2[3], b2[3] = -W2[2] + 0.5 * e, -b2[2]  # a derived negated clone of neuron 2
+        W3[:, 3] = W3[:, 2]  # ... whose class {2, 3} is then dead
+    return net
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_beta_keeps_the_deviation_of_derived_clones(seed):
+    net = _derived_clone_net(seed)
+    assert find_clones(net)[1] == []
+    red = reduce(net)
+    assert red.model.widths == [6, 4, 1, 3, 2]
+    assert red.kinds[2] == ["live", "live", "dead", "dead"]
+    errs = red.diagram_errors(X)
+    assert errs["beta_roundtrip"] < 1e-5  # 0.7 with β(θ̃) rows = c_j × representative's
+    other = MLP(red.model.widths, "tanh", seed=seed + 9)
+    for sub in (red.model, other):
+        errs = red.diagram_errors(X, sub)
+        assert errs["layers"] < 1e-5 and errs["end_to_end"] < 1e-5
+        full = red.beta(sub)
+        with torch.no_grad():
+            lat, lat_sub = full.latents(X), sub.latents(X)
+            for i in range(1, full.depth):
+                keep, keep_next = red.live[i].float(), red.live[i + 1].float()
+                # condition (b) on reached latents, and the lemma J_i y_i = α_i(ỹ_i)
+                gap = (full.layers[i](lat[i - 1] * keep) - full.layers[i](lat[i - 1])) * keep_next
+                assert float(gap.abs().max()) < 1e-5
+                torch.testing.assert_close(lat[i - 1] * keep, red.embed(i, lat_sub[i - 1]),
+                                           atol=1e-5, rtol=0)
+            # the dead class {2, 3} of layer 2 keeps h_3 = -h_2 on reached latents
+            torch.testing.assert_close(lat[1][:, 3], -lat[1][:, 2], atol=1e-6, rtol=0)
+        again = reduce(full).model
+        for p, q in zip(again.parameters(), sub.parameters()):
+            torch.testing.assert_close(p, q, atol=1e-5, rtol=1e-5)
 
 
 def test_no_bias_and_sigmoid_constants_are_kept():
