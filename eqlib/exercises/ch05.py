@@ -87,8 +87,8 @@ def check_relu_breaks(rho_out) -> None:
     B = equivariant_basis(regular(D4), rho_out)
     require(B.shape[0] > 0, "Hom_G(regular, rho_out) = 0: every intertwiner is zero; pick another rho_out")
     require(not all(_in_relu_group(rho_out.matrix(g)) for g in D4),
-            "every ρ_out(g) is a positively scaled permutation, and ReLU commutes with those, so "
-            "ReLU(W x) stays equivariant; pick an action with some ρ_out(g) outside that group")
+            "for this action ReLU(W x) stays equivariant for every intertwiner W; "
+            "pick another rho_out")
     coef = torch.randn(B.shape[0], generator=torch.Generator().manual_seed(0))
     W = torch.einsum("k,kij->ij", coef, B)
     x = torch.randn(64, 8, generator=torch.Generator().manual_seed(1))

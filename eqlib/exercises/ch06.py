@@ -121,6 +121,10 @@ def check_clone_lift(model, cloned, rho_in, rho_out, g, answer) -> None:
             f"give k_1(g) as a ({d + 1}, {d + 1}) tensor")
     res = latent_actions(cloned, rho_in, rho_out)
     require(res.ok and res.weak, "latent_actions does not find a weakly identifiable network")
+    # the extra unit must be a clone (a dead or constant unit also keeps the function)
+    require(res.reduction is not None and int(res.reduction.class_sizes(1).max()) > 1,
+            "no unit of layer 1 is a clone (a dead or constant unit keeps the function "
+            "too): give unit 3 the same row of W_1 and the same bias as unit 1")
     expected = res.matrix(1, g)
     wrong = [j for j in range(d + 1)
              if not torch.allclose(answer[j].float(), expected[j], atol=1e-5)]

@@ -124,3 +124,23 @@ def test_clone_lift():
         check_clone_lift(small, _cloned(small, first=1.0, second=1.0), swap, rout, m, lift)
     with pytest.raises(ExerciseError, match="widths"):
         check_clone_lift(small, small, swap, rout, m, lift)
+
+
+def test_clone_lift_rejects_a_dead_unit():
+    """Referee round 2, B3: a third unit that is dead (random row, zero outgoing column)
+    keeps the function but is no clone; the checker must not call its lift correct."""
+    G, m = flip(), flip()["m"]
+    swap, rout = mirror((1, 1, 2)), trivial(G, 1)
+    small = _small()
+    dead = MLP([2, 3, 2, 1], "tanh", seed=0)
+    with torch.no_grad():
+        W1, b1, W2 = small.layers[0].weight, small.layers[0].bias, small.layers[1].weight
+        dead.layers[0].weight.copy_(torch.cat([W1, torch.tensor([[0.7, 0.1]])]))
+        dead.layers[0].bias.copy_(torch.cat([b1, torch.tensor([0.2])]))
+        dead.layers[1].weight.copy_(torch.cat([W2, torch.zeros(2, 1)], 1))
+        dead.layers[1].bias.copy_(small.layers[1].bias)
+        dead.layers[2].weight.copy_(small.layers[2].weight)
+        dead.layers[2].bias.copy_(small.layers[2].bias)
+    answer = latent_actions(dead, swap, rout).matrix(1, m)
+    with pytest.raises(ExerciseError, match="clone"):
+        check_clone_lift(small, dead, swap, rout, m, answer)
