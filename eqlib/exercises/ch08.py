@@ -55,7 +55,8 @@ def check_head_permutation(answer, planted) -> None:
 
 def check_turned_filter(layer, g, answer) -> None:
     """ch08-ex2: the filters rot_g⁻¹ W of the generalized adjunction of a conv layer,
-    with conv(rot_g x; W) = rot_g conv(x; rot_g⁻¹ W).
+    with conv(rot_g x; W) = rot_g conv(x; rot_g⁻¹ W). For a one-channel layer a k×k answer
+    is read as the (1, 1, k, k) filter.
 
     Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
@@ -65,6 +66,9 @@ def check_turned_filter(layer, g, answer) -> None:
 
     W = layer.weight.detach()
     require(isinstance(answer, torch.Tensor), f"answer must be a torch.Tensor, got {type(answer).__name__}")
+    lead = W.dim() - answer.dim()          # a 3×3 answer for a one-channel (1, 1, 3, 3) W
+    if 0 < lead and all(n == 1 for n in W.shape[:lead]) and answer.shape == W.shape[lead:]:
+        answer = answer.reshape(W.shape)
     require(tuple(answer.shape) == tuple(W.shape),
             f"the turned filters have the shape of W, {tuple(W.shape)}; got {tuple(answer.shape)}")
     (expected, _), = transport_conv(Model([layer]), g)

@@ -56,3 +56,24 @@ def test_turned_filter():
     assert "rotate(" not in str(info.value)                            # no library call
     with pytest.raises(ExerciseError, match="turn every filter"):
         check_turned_filter(layer, r, W)
+
+
+def test_turned_filter_accepts_a_3x3_answer():
+    """ch08-ex2 prints W as 3×3 (ex_conv.weight[0, 0]); a 3×3 answer is read as (1, 1, 3, 3)."""
+    from eqlib.exercises.ch08 import check_turned_filter
+    from eqlib.groups import cyclic
+    from eqlib.models.convnet import SameConv
+
+    r = cyclic(4)["r"]
+    layer = SameConv(1, 1, 6, 3, seed=0)
+    with torch.no_grad():
+        layer.weight.copy_(torch.arange(1.0, 10.0).reshape(1, 1, 3, 3))
+    turned = torch.tensor([[7.0, 4.0, 1.0], [8.0, 5.0, 2.0], [9.0, 6.0, 3.0]])
+    assert check_turned_filter(layer, r, turned) is None
+    assert check_turned_filter(layer, r, turned[None, None]) is None
+    with pytest.raises(ExerciseError, match="wrong way"):        # the 3×3 answer is checked
+        check_turned_filter(layer, r, torch.rot90(layer.weight.detach()[0, 0], 1, (0, 1)))
+    with pytest.raises(ExerciseError, match="shape"):            # only 1-channel layers
+        check_turned_filter(SameConv(1, 2, 6, 3, seed=0), r, turned)
+    with pytest.raises(ExerciseError, match="shape"):
+        check_turned_filter(layer, r, turned[:2])
