@@ -8,7 +8,8 @@ and nothing is found, the official archive is downloaded into the cache (md5-che
 ``EQLIB_DOWNLOAD=0`` turns this off). Official batches are pickles; they are read with a
 restricted unpickler that can only rebuild dicts, lists, strings, numbers and numpy arrays, so a
 tampered file cannot run code. Decoded images are cached as uint8 arrays under
-``eqlib.io.cache_dir("data")``, keyed by the source's path, size and modification time,
+``eqlib.io.cache_dir("data")``, keyed by the source's path and each file's inode, size,
+modification and change time (ctime, which copying tools cannot preserve),
 and written atomically.
 
 Chapters: *Groups and actions* (book/part1/02_groups_and_actions) and *Reproducing the
@@ -582,21 +583,29 @@ def _read_batches_tar(src: DataSource, split: str):
 
 
 # -- cache -------------------------------------------------------------------------------
+def _stamp(st: os.stat_result) -> str:
+    """A file's identity as the cache sees it: inode, size, and modification and change
+    times. The change time (ctime) is set by the kernel at every write, rename or chmod
+    and no copying tool (``cp -p``, ``rsync -t``, ``tar x``) can restore it, so a
+    same-size edit with its mtime kept still gets a new key."""
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
 def _fingerprint(src: DataSource, split: str) -> tuple[str, str]:
-    """(hash of the source's path, hash of its path + sizes + mtimes): a changed source
-    gets a new key."""
+    """(hash of the source's path, hash of its path + every file's inode, size, mtime and
+    ctime): a changed source gets a new key."""
     path = src.path.resolve()
     where = hashlib.sha256(repr([str(path), src.prefix]).encode()).hexdigest()[:16]
     state = hashlib.sha256(repr([_CACHE_VERSION, str(path), src.kind, src.prefix, split]).encode())
     if src.path.is_file():
         st = src.path.stat()
-        state.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
+        state.update(_stamp(st).encode())
     elif src.kind == "batches-dir":
         for name in _BATCHES[split] + ["batches.meta"]:
             p = src.path / name
             if p.exists():
                 st = p.stat()
-                state.update(f"{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+                state.update(f"{name}:{_stamp(st)}\n".encode())
     else:  # image folder: every file of the split (one stat each)
         for cls_dir in sorted((src.path / split).iterdir()):
             if cls_dir.is_dir():
@@ -604,7 +613,7 @@ def _fingerprint(src: DataSource, split: str) -> tuple[str, str]:
                     rows = []
                     for e in it:
                         st = e.stat()
-                        rows.append(f"{e.name}:{st.st_size}:{st.st_mtime_ns}")
+                        rows.append(f"{e.name}:{_stamp(st)}")
                 rows.sort()
                 state.update((cls_dir.name + "\n" + "\n".join(rows) + "\n").encode())
     return where, state.hexdigest()[:16]
