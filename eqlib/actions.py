@@ -46,6 +46,16 @@ __all__ = [
 Tensor = torch.Tensor
 
 
+def _real_float(x: Tensor) -> Tensor:
+    """``x`` checked (a tensor with data), with integer and bool entries cast to the default
+    float dtype: a matrix with non-integer entries must never be applied in integer
+    arithmetic (it would truncate)."""
+    check_tensor("x", x)
+    if x.is_floating_point() or x.is_complex():
+        return x
+    return x.to(torch.get_default_dtype())
+
+
 class Action:
     """A linear action ρ: G → GL(d) of a finite group.
 
@@ -74,8 +84,8 @@ class Action:
         The default goes through :meth:`matrix`; permutation-like actions override it
         with an index gather.
         """
-        xf, back = self._flat(x)
-        return back(xf @ self.matrix(g).to(device=x.device, dtype=x.dtype))
+        xf, back = self._flat(_real_float(x))
+        return back(xf @ self.matrix(g).to(device=xf.device, dtype=xf.dtype))
 
     def __call__(self, g: GroupElement) -> Tensor:
         return self.matrix(g)
@@ -138,13 +148,15 @@ class MatrixAction(Action):
         return self._matrices.clone()
 
     def act(self, g: GroupElement, x: Tensor) -> Tensor:
-        xf, back = self._flat(x)
-        m = self._matrices[self._check(g)].to(device=x.device, dtype=x.dtype)
+        """ρ(g) x; integer (or bool) x is cast to the default float dtype first (a 120°
+        rotation of [2, 0] is [-1, 1.73], never an integer-truncated [0, 0])."""
+        xf, back = self._flat(_real_float(x))
+        m = self._matrices[self._check(g)].to(device=xf.device, dtype=xf.dtype)
         return back(xf @ m.T)
 
     def act_transpose(self, g: GroupElement, x: Tensor) -> Tensor:
-        xf, back = self._flat(x)
-        return back(xf @ self._matrices[self._check(g)].to(device=x.device, dtype=x.dtype))
+        xf, back = self._flat(_real_float(x))
+        return back(xf @ self._matrices[self._check(g)].to(device=xf.device, dtype=xf.dtype))
 
 
 class PermutationAction(Action):

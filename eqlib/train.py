@@ -120,7 +120,8 @@ class TrainConfig:
             check_choice(f"TrainConfig.{name}", getattr(self, name), options)
         for name, low in (("epochs", 1), ("batch_size", 1), ("snapshot_every", 0), ("seed", 0)):
             value = getattr(self, name)
-            if check_int(f"TrainConfig.{name}", value, low) != value or type(value) is not int:
+            high = 2**63 - 1 if name == "seed" else None  # torch generators take 64-bit seeds
+            if check_int(f"TrainConfig.{name}", value, low, high) != value or type(value) is not int:
                 object.__setattr__(self, name, int(value))
         check_float("TrainConfig.lr", self.lr, 0.0, low_open=True)
         check_float("TrainConfig.momentum", self.momentum, 0.0, 1.0)
@@ -209,14 +210,19 @@ def mirror_images(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
 
 def prepare_images(images: torch.Tensor, mean=CIFAR_MEAN, std=CIFAR_STD) -> torch.Tensor:
     """What the trained models take: uint8 images (N, 3, H, W) → :func:`eqlib.data.normalize`;
-    float images (in [0, 1]) are normalised the same way.
+    float images (in [0, 1]; 0..255 floats are refused, never normalised as if in [0, 1])
+    are normalised the same way.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
+    check_tensor("images", images, ndim=4)
     if images.dtype == torch.uint8:
         return normalize(images, mean, std)
-    if images.dim() != 4 or images.shape[1] != 3:
+    if images.shape[1] != 3:
         raise ValueError(f"expected images of shape (N, 3, H, W), got {tuple(images.shape)}")
+    if not images.is_floating_point():
+        raise TypeError(f"images must be uint8 (0..255) or float (in [0, 1]), got {images.dtype}")
+    _check_unit_range("images", images.detach())
     m = torch.tensor(mean, device=images.device, dtype=torch.float32).view(1, 3, 1, 1)
     s = torch.tensor(std, device=images.device, dtype=torch.float32).view(1, 3, 1, 1)
     return (images.float() - m) / s
@@ -336,7 +342,9 @@ def _task_loss(out: torch.Tensor, x: torch.Tensor, y: torch.Tensor | None, task:
 @torch.no_grad()
 def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 1000,
                       mean=CIFAR_MEAN, std=CIFAR_STD, device: str | torch.device | None = None) -> float:
-    """Classification accuracy of ``model`` on uint8 images ``(N, 3, 32, 32)`` with int labels ``(N,)``.
+    """Classification accuracy of ``model`` on uint8 images ``(N, 3, 32, 32)`` with int labels ``(N,)``
+    (any integer dtype; a label the model cannot output — at or above its number of
+    outputs — is refused).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
@@ -345,12 +353,18 @@ def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tens
     dev = default_device(device) if device is not None else next(model.parameters()).device
     was_training = model.training
     model.eval()
-    imgs, labs = images.to(dev), labels.to(dev)
+    imgs, labs = images.detach().to(dev), labels.detach().to(dev, torch.long)
+    label_max = int(labs.max())
     correct = 0
-    for i in range(0, len(imgs), batch_size):
-        out = model(prepare_images(imgs[i:i + batch_size], mean, std))
-        correct += int((out.argmax(1) == labs[i:i + batch_size]).sum())
-    model.train(was_training)
+    try:
+        for i in range(0, len(imgs), batch_size):
+            out = model(prepare_images(imgs[i:i + batch_size], mean, std))
+            if i == 0 and (out.dim() != 2 or label_max >= out.shape[1]):
+                raise ValueError(f"labels must be class indices below the model's {tuple(out.shape[1:])} outputs, "
+                                 f"got a label {label_max}")
+            correct += int((out.argmax(1) == labs[i:i + batch_size]).sum())
+    finally:
+        model.train(was_training)
     return correct / max(1, len(imgs))
 
 
@@ -376,12 +390,18 @@ def _check_data(images: torch.Tensor, labels: torch.Tensor | None, task: str, na
     if images.dtype != torch.uint8:
         if not images.is_floating_point():
             raise TypeError(f"{name} must be uint8 (0..255) or float (in [0, 1]), got {images.dtype}")
-        check_finite(name, images)
+        _check_unit_range(name, images.detach())
+    _check_labels(labels, images.shape[0], task, name)
+
+
+def _check_unit_range(name: str, images: torch.Tensor) -> None:
+    """Float images must be finite and in [0, 1] (0..255 floats are the commonest mistake)."""
+    check_finite(name, images)
+    if images.numel():
         lo, hi = float(images.min()), float(images.max())
         if lo < 0.0 or hi > 1.0:
             raise ValueError(f"float {name} must lie in [0, 1], got values in [{lo:g}, {hi:g}]"
                              + ("; pass uint8 images, or divide by 255" if hi > 1.0 else ""))
-    _check_labels(labels, images.shape[0], task, name)
 
 
 def _check_samples(x: torch.Tensor, labels: torch.Tensor | None, task: str, rho_in: Action,
@@ -412,6 +432,9 @@ def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimi
     return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
 
 
+#: an epoch's mean loss above this is divergence even when finite (losses of normalised data
+#: start near 1; 1e15 is no training)
+_DIVERGED = 1e15
 #: images normalised per block in the training loop: on a GPU, large blocks mean few kernel launches;
 #: on a CPU, blocks that stay in cache are faster (8,192 images at once took 4x longer than 1,024)
 _PREP_IMAGES_CPU = 1024
@@ -496,7 +519,8 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
         model: any module mapping float images (N, 3, 32, 32) to logits (N, K) or to
             reconstructions (N, 3, 32, 32) / (N, 3072).
         images: uint8 (or float in [0, 1]) images; moved once to the device.
-        labels: int64 labels (N,) for ``task="classify"`` (ignored otherwise).
+        labels: integer labels (N,) for ``task="classify"`` (any integer dtype, used as
+            int64; ignored otherwise).
         config: the :class:`TrainConfig`.
         device: where to train (default :func:`eqlib.device.default_device`).
         progress: show a ``tqdm.auto`` bar with loss and images/s.
@@ -544,8 +568,11 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     bs = min(config.batch_size, n)
     steps_per_epoch = math.ceil(n / bs)
     total_steps = config.epochs * steps_per_epoch
+    images = images.detach()  # the library owns the graph: an input with requires_grad must not join it
     x_all = images.to(dev)  # once
-    y_all = labels.to(dev) if (labels is not None and config.task == "classify") else None
+    y_all = labels.detach().to(dev, torch.long) if (labels is not None and config.task == "classify") else None
+    if eval_data is not None:
+        eval_data = (eval_data[0].detach(), None if eval_data[1] is None else eval_data[1].detach().long())
     scale = 255.0 if x_all.dtype == torch.uint8 else 1.0
     # (x / scale - mean) / std  ==  x * mul - sub, fused in place per batch
     mul = (1.0 / (scale * torch.tensor(config.std, device=dev))).view(1, 3, 1, 1)
@@ -670,8 +697,8 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
         seconds = time.perf_counter() - t0
         if bar is not None:  # no device sync inside the epoch; the bar redraws at most every few seconds
             bar.set_postfix(epoch=epoch + 1, loss=f"{s[0]:.4f}", img_s=f"{n / max(seconds, 1e-9):.0f}", refresh=False)
-        if not math.isfinite(s[0]):
-            raise FloatingPointError(f"training diverged in epoch {epoch + 1} (loss {s[0]}); lower lr or "
+        if not math.isfinite(s[0]) or abs(s[0]) > _DIVERGED:
+            raise FloatingPointError(f"training diverged in epoch {epoch + 1} (loss {s[0]:g}); lower lr or "
                                      f"penalty_weight, or lengthen penalty_ramp")
         history["epoch"].append(epoch + 1)
         history["loss"].append(s[0])

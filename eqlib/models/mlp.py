@@ -95,7 +95,7 @@ class FlatModel(Model):
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor("x", x, dtypes="float")
+        x = self.check_input(x)
         if x.dim() > 2:
             x = x.flatten(1)
         return super().forward(x)
