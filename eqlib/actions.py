@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .groups import FiniteGroup, GroupElement, cyclic, dihedral, flip
-from .validation import check_finite, check_float, check_int, check_shape, check_tensor, show
+from .validation import check_finite, check_float, check_int, check_sequence, check_shape, check_tensor, show
 
 __all__ = [
     "Action",
@@ -401,8 +401,10 @@ def check_equivariance(
     :class:`~eqlib.models.equivariant.EquivariantMLP` carry them).
 
     Raises:
-        ValueError: for an empty batch x, elements of another group, or when f gives
-            NaN/inf (on x or on a transformed x): the check then cannot say anything.
+        ValueError: for an empty batch x, an empty list of elements (it would check
+            nothing), elements of another group, or when f gives NaN/inf (on x or on a
+            transformed x): the check then cannot say anything.
+        TypeError: for elements given as a set or another unordered container.
 
     Chapter: *Groups and actions*; used throughout.
     """
@@ -422,7 +424,8 @@ def check_equivariance(
     if rho_in.group != rho_out.group:
         raise ValueError("rho_in and rho_out must be actions of the same group")
     check_tensor("x", x, nonempty=True, finite=True)
-    elements = list(elements) if elements is not None else rho_in.group.elements
+    elements = check_sequence("elements", elements, nonempty=True) if elements is not None \
+        else rho_in.group.elements
     for g in elements:
         rho_in._check(g)
     with torch.no_grad():
@@ -628,9 +631,21 @@ def signed_permutation(
 def regular(group: FiniteGroup) -> PermutationAction:
     """The regular representation on ``R^|G|``: ρ(g) e_h = e_{gh}.
 
+    Raises:
+        ValueError: for a group of order above :data:`REGULAR_MAX_ORDER` (its |G| × |G|
+            index table, and every use of the action, would take minutes and gigabytes).
+
     Chapter: *Groups and actions*.
     """
+    _check_group(group)
+    if group.order > REGULAR_MAX_ORDER:
+        raise ValueError(f"the regular representation of {group.name} (order {group.order}) acts on "
+                         f"R^{group.order}; orders above {REGULAR_MAX_ORDER} are refused (too big to build or use)")
     return permutation(group, group.table)
+
+
+#: the largest group order :func:`regular` builds
+REGULAR_MAX_ORDER = 1024
 
 
 def _image_index(shape: tuple[int, ...], transform: Callable[[Tensor], Tensor]) -> np.ndarray:

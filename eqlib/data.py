@@ -38,7 +38,7 @@ import torch
 from .actions import mirror_images
 from .seeds import torch_generator
 from .io import CorruptFileError, atomic_write, cache_dir, warn_once
-from .validation import check_float, check_int, check_tensor
+from .validation import check_bool, check_float, check_int, check_tensor
 
 __all__ = [
     "CLASSES",
@@ -756,6 +756,9 @@ def load_cifar10(
     """
     if split not in _SPLITS:
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    check_bool("cache", cache)
+    if download is not None:
+        check_bool("download", download)
     try:
         src = find_cifar10(root)
     except DataNotFoundError:

@@ -414,6 +414,17 @@ def _check_samples(x: torch.Tensor, labels: torch.Tensor | None, task: str, rho_
     _check_labels(labels, x.shape[0], task, name)
 
 
+def _check_device(dev: torch.device) -> torch.device:
+    """A device that exists: ``cpu`` (index 0 at most), or a CUDA device below the count."""
+    if dev.type == "meta":
+        raise ValueError("device 'meta' holds no data: train on 'cpu' or 'cuda'")
+    if dev.type == "cpu" and dev.index not in (None, 0):
+        raise ValueError(f"device {str(dev)!r} does not exist: the CPU is 'cpu' (or 'cpu:0')")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"device {str(dev)!r} does not exist: {torch.cuda.device_count()} CUDA device(s) here")
+    return dev
+
+
 def _check_model(model: nn.Module) -> None:
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {show(model)}")
@@ -562,7 +573,7 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {show(callback)}")
-    dev = default_device(device)
+    dev = _check_device(default_device(device))
     model.to(dev)
     n = images.shape[0]
     bs = min(config.batch_size, n)

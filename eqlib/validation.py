@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -27,6 +27,7 @@ __all__ = [
     "check_tensor",
     "check_finite",
     "check_shape",
+    "check_sequence",
 ]
 
 
@@ -193,3 +194,17 @@ def check_shape(name: str, value: Any, length: int | None = None, low: int = 1) 
         return tuple(check_int(f"{name}[{i}]", v, low) for i, v in enumerate(value))
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{name} must be a tuple of integers >= {low}, got {show(value)} ({exc})") from None
+
+
+def check_sequence(name: str, value: Any, nonempty: bool = False) -> list:
+    """``value`` as a list: an ordered sequence (list, tuple, range, 1-D array or tensor);
+    a set (no order, and ordered differently in every process), a mapping, a string or a
+    non-iterable raises TypeError; an empty one raises ValueError if ``nonempty``."""
+    if isinstance(value, (str, bytes, set, frozenset)) or isinstance(value, Mapping) or not (
+            isinstance(value, Sequence) or (hasattr(value, "__len__") and hasattr(value, "__getitem__"))):
+        raise TypeError(f"{name} must be a list or tuple (an ordered sequence), got {type(value).__name__} "
+                        f"{show(value)}")
+    out = list(value)
+    if nonempty and not out:
+        raise ValueError(f"{name} must not be empty, got {show(value)}")
+    return out
