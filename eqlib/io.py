@@ -3,7 +3,8 @@
 An interrupted write never leaves a corrupt file: everything is written to a temporary
 file in the same folder, flushed to disk, and moved into place with ``os.replace``; the
 temporary files of a killed writer are removed by the next run (only those whose
-process is gone, or that are an hour old, so a concurrent writer is left alone).
+process is gone, or, for writers that cannot be asked, that are an hour old; a live
+writer on this host is never disturbed).
 :func:`save_torch` stores a SHA-256 of the file in the zip comment of ``torch.save``'s
 archive (so ``torch.load`` still reads it) and :func:`load_torch` verifies it before
 ``torch.load(..., weights_only=True)``: a damaged checkpoint is reported, never loaded
@@ -39,7 +40,7 @@ __all__ = ["cache_dir", "config_hash", "content_hash", "atomic_write", "save_tor
 CACHE_WRITE_ERRORS = (OSError,)
 _SEAL = b"eqlib-sha256:"  # the zip comment: this prefix and 64 hex digits
 _SEAL_LEN = len(_SEAL) + 64
-#: a temporary file untouched this long is stale whatever its writer (writes touch it often)
+#: a temporary file of a writer that cannot be asked (another host, an older name) is stale once untouched this long
 _STALE_SECONDS = 3600
 _warned: set[str] = set()
 _cleaned: set[Path] = set()
@@ -67,25 +68,34 @@ def _tmp_prefix(path: Path) -> str:
     return f".{path.name}.w{os.getpid()}@{_host()}."
 
 
-def _writer_alive(tmp: Path) -> bool:
-    """Whether the process that named ``tmp`` (``.<name>.w<pid>@<host>.<random>.tmp``) still runs."""
+def _writer_state(tmp: Path) -> str:
+    """``"alive"`` or ``"dead"``: whether the process that named ``tmp``
+    (``.<name>.w<pid>@<host>.<random>.tmp``) on this host still runs; ``"unknown"`` for
+    another host's or an older eqlib's temporary file (only its age can make it stale)."""
     match = _WRITER.search(tmp.name)
     if match is None or match.group(2) != _host():
-        return True  # not ours to judge: only its age can make it stale
+        return "unknown"
     pid = int(match.group(1))
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
+        return "dead"
     except PermissionError:
-        return True
-    return True
+        return "alive"
+    return "alive"
+
+
+def _writer_alive(tmp: Path) -> bool:
+    """Whether the writer of ``tmp`` may still run (alive, or not ours to judge)."""
+    return _writer_state(tmp) != "dead"
 
 
 def clean_stale_temporaries(folder: str | os.PathLike, name: str = "*") -> list[Path]:
     """Remove the temporary files ``.<name>.*.tmp`` that :func:`atomic_write` left in
-    ``folder`` when its process was killed: those whose writer process is gone (same host)
-    or untouched for an hour. Returns the removed paths; never raises.
+    ``folder`` when its process was killed: those whose writer process is gone (same host),
+    and those whose writer cannot be asked (another host, an older eqlib's name) once
+    untouched for an hour. A live writer's file on this host is never removed, whatever
+    its age (clock skew or a slow write). Returns the removed paths; never raises.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
@@ -98,7 +108,10 @@ def clean_stale_temporaries(folder: str | os.PathLike, name: str = "*") -> list[
     now = time.time()
     for tmp in candidates:
         try:
-            if _writer_alive(tmp) and now - tmp.stat().st_mtime < _STALE_SECONDS:
+            state = _writer_state(tmp)
+            # a live writer's file is never removed, however old its mtime looks (a slow
+            # write, or a clock that jumped): the age rule is only for writers we cannot ask
+            if state == "alive" or (state == "unknown" and now - tmp.stat().st_mtime < _STALE_SECONDS):
                 continue
             tmp.unlink()
             removed.append(tmp)
