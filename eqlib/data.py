@@ -23,6 +23,7 @@ import io
 import os
 import pickle
 import re
+import stat as stat_module
 import tarfile
 import urllib.error
 import urllib.request
@@ -486,6 +487,32 @@ def _collect(split: str, entries: list[tuple[str, bytes | Path]], where: str):
     return labelled, labels
 
 
+def _read_regular(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of ``path``, which must be a regular file (a symlink to one is fine) of at
+    most ``limit`` bytes: a FIFO would block the loader and a link to ``/dev/zero`` would
+    read forever, so both are refused, and at most ``limit + 1`` bytes are ever read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the open
+    try:
+        st = os.fstat(fd)
+        if not stat_module.S_ISREG(st.st_mode):
+            raise CorruptDataError(f"{path} is not a regular file (a device, FIFO or socket); {what} must be "
+                                   "plain files")
+        if st.st_size > limit:
+            raise CorruptDataError(f"{path} has {st.st_size:,} bytes, more than {what} can have ({limit:,})")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise CorruptDataError(f"{path} grew past {limit:,} bytes while being read ({what})")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _read_images_dir(root: Path, split: str, workers: int | None):
     d = root / split
     if not d.is_dir():
@@ -499,11 +526,8 @@ def _read_images_dir(root: Path, split: str, workers: int | None):
     items = []
     for _, _, rel, path in labelled:
         try:
-            size = path.stat().st_size
-            if size > _MAX_IMAGE_BYTES:
-                raise CorruptDataError(f"{root / rel} has {size:,} bytes; a 32x32 CIFAR-10 image has a few "
-                                       f"thousand (limit {_MAX_IMAGE_BYTES:,})")
-            items.append((str(root / rel), path.read_bytes()))
+            items.append((str(root / rel), _read_regular(path, _MAX_IMAGE_BYTES,
+                                                         "a 32x32 CIFAR-10 image (a few thousand bytes)")))
         except OSError as exc:
             raise CorruptDataError(f"could not read {root / rel}: {exc}") from None
     return _decode_all(items, workers), labels
@@ -565,12 +589,11 @@ def _read_batches(blobs: dict[str, bytes], split: str, where: str):
 def _read_batches_dir(root: Path, split: str):
     blobs = {}
     for name in _BATCHES[split] + ["batches.meta"]:
-        if (root / name).is_file():
-            size = (root / name).stat().st_size
-            if size > _MAX_BATCH_BYTES:
-                raise CorruptDataError(f"{root / name} has {size:,} bytes, more than a CIFAR-10 batch can have "
-                                       f"({_MAX_BATCH_BYTES:,})")
-            blobs[name] = (root / name).read_bytes()
+        if (root / name).exists():
+            try:
+                blobs[name] = _read_regular(root / name, _MAX_BATCH_BYTES, "a CIFAR-10 batch")
+            except OSError as exc:
+                raise CorruptDataError(f"could not read {root / name}: {exc}") from None
     return _read_batches(blobs, split, str(root))
 
 
@@ -671,11 +694,13 @@ def _read_cache_file(path: Path) -> tuple[np.ndarray, np.ndarray]:
     import json
 
     with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size > 60_000 * (3 * 32 * 32 + 8) + (1 << 20):
+            raise ValueError("the file is larger than any CIFAR-10 split (planted or damaged)")
         if f.read(len(_MAGIC)) != _MAGIC:
             raise ValueError("wrong magic bytes")
         header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
         shape = tuple(int(s) for s in header["shape"])
-        if len(shape) != 4 or shape[1:] != (3, 32, 32):
+        if len(shape) != 4 or shape[1:] != (3, 32, 32) or not 0 <= shape[0] <= 60_000:
             raise ValueError(f"unexpected image shape {shape}")
         x = np.empty(shape, dtype=np.uint8)
         y = np.empty(shape[0], dtype="<i8")
