@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from eqlib import io as eio
@@ -264,3 +266,18 @@ def test_cifar_mlp_data_spec_reads_every_pixel_and_label():
     assert len({eio.config_hash(s) for s in specs}) == 3
     with pytest.raises(ValueError, match="n_train"):
         _data_spec(base, 60_000, 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3), seed=st.integers(0, 2**16),
+       dtype=st.sampled_from([torch.float32, torch.float64, torch.float16, torch.int32, torch.uint8, torch.bool]),
+       flip=st.booleans())
+def test_content_hash_depends_on_values_not_layout(shape, seed, dtype, flip):
+    """Any layout of the same values hashes alike; changing one entry changes the hash."""
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.rand(*shape, generator=g) * 100).to(dtype)
+    view = x.flip(0).contiguous().flip(0) if flip else x.t().contiguous().t() if x.ndim == 2 else x
+    assert eio.content_hash(view) == eio.content_hash(x)
+    y = x.clone().reshape(-1)
+    y[0] = (~y[0]) if dtype == torch.bool else y[0] + 1
+    assert eio.content_hash(y.reshape(x.shape)) != eio.content_hash(x)
