@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .groups import FiniteGroup, GroupElement, cyclic, dihedral, flip
-from .validation import check_finite, check_float, check_int, check_shape, check_tensor, show
+from .validation import check_finite, check_float, check_int, check_sequence, check_shape, check_tensor, show
 
 __all__ = [
     "Action",
@@ -44,6 +44,16 @@ __all__ = [
 ]
 
 Tensor = torch.Tensor
+
+
+def _real_float(x: Tensor) -> Tensor:
+    """``x`` checked (a tensor with data), with integer and bool entries cast to the default
+    float dtype: a matrix with non-integer entries must never be applied in integer
+    arithmetic (it would truncate)."""
+    check_tensor("x", x)
+    if x.is_floating_point() or x.is_complex():
+        return x
+    return x.to(torch.get_default_dtype())
 
 
 class Action:
@@ -74,8 +84,8 @@ class Action:
         The default goes through :meth:`matrix`; permutation-like actions override it
         with an index gather.
         """
-        xf, back = self._flat(x)
-        return back(xf @ self.matrix(g).to(device=x.device, dtype=x.dtype))
+        xf, back = self._flat(_real_float(x))
+        return back(xf @ self.matrix(g).to(device=xf.device, dtype=xf.dtype))
 
     def __call__(self, g: GroupElement) -> Tensor:
         return self.matrix(g)
@@ -138,13 +148,15 @@ class MatrixAction(Action):
         return self._matrices.clone()
 
     def act(self, g: GroupElement, x: Tensor) -> Tensor:
-        xf, back = self._flat(x)
-        m = self._matrices[self._check(g)].to(device=x.device, dtype=x.dtype)
+        """ρ(g) x; integer (or bool) x is cast to the default float dtype first (a 120°
+        rotation of [2, 0] is [-1, 1.73], never an integer-truncated [0, 0])."""
+        xf, back = self._flat(_real_float(x))
+        m = self._matrices[self._check(g)].to(device=xf.device, dtype=xf.dtype)
         return back(xf @ m.T)
 
     def act_transpose(self, g: GroupElement, x: Tensor) -> Tensor:
-        xf, back = self._flat(x)
-        return back(xf @ self._matrices[self._check(g)].to(device=x.device, dtype=x.dtype))
+        xf, back = self._flat(_real_float(x))
+        return back(xf @ self._matrices[self._check(g)].to(device=xf.device, dtype=xf.dtype))
 
 
 class PermutationAction(Action):
@@ -389,8 +401,10 @@ def check_equivariance(
     :class:`~eqlib.models.equivariant.EquivariantMLP` carry them).
 
     Raises:
-        ValueError: for an empty batch x, elements of another group, or when f gives
-            NaN/inf (on x or on a transformed x): the check then cannot say anything.
+        ValueError: for an empty batch x, an empty list of elements (it would check
+            nothing), elements of another group, or when f gives NaN/inf (on x or on a
+            transformed x): the check then cannot say anything.
+        TypeError: for elements given as a set or another unordered container.
 
     Chapter: *Groups and actions*; used throughout.
     """
@@ -410,7 +424,8 @@ def check_equivariance(
     if rho_in.group != rho_out.group:
         raise ValueError("rho_in and rho_out must be actions of the same group")
     check_tensor("x", x, nonempty=True, finite=True)
-    elements = list(elements) if elements is not None else rho_in.group.elements
+    elements = check_sequence("elements", elements, nonempty=True) if elements is not None \
+        else rho_in.group.elements
     for g in elements:
         rho_in._check(g)
     with torch.no_grad():
@@ -616,9 +631,21 @@ def signed_permutation(
 def regular(group: FiniteGroup) -> PermutationAction:
     """The regular representation on ``R^|G|``: ρ(g) e_h = e_{gh}.
 
+    Raises:
+        ValueError: for a group of order above :data:`REGULAR_MAX_ORDER` (its |G| × |G|
+            index table, and every use of the action, would take minutes and gigabytes).
+
     Chapter: *Groups and actions*.
     """
+    _check_group(group)
+    if group.order > REGULAR_MAX_ORDER:
+        raise ValueError(f"the regular representation of {group.name} (order {group.order}) acts on "
+                         f"R^{group.order}; orders above {REGULAR_MAX_ORDER} are refused (too big to build or use)")
     return permutation(group, group.table)
+
+
+#: the largest group order :func:`regular` builds
+REGULAR_MAX_ORDER = 1024
 
 
 def _image_index(shape: tuple[int, ...], transform: Callable[[Tensor], Tensor]) -> np.ndarray:

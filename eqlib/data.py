@@ -8,7 +8,8 @@ and nothing is found, the official archive is downloaded into the cache (md5-che
 ``EQLIB_DOWNLOAD=0`` turns this off). Official batches are pickles; they are read with a
 restricted unpickler that can only rebuild dicts, lists, strings, numbers and numpy arrays, so a
 tampered file cannot run code. Decoded images are cached as uint8 arrays under
-``eqlib.io.cache_dir("data")``, keyed by the source's path, size and modification time,
+``eqlib.io.cache_dir("data")``, keyed by the source's path and each file's inode, size,
+modification and change time (ctime, which copying tools cannot preserve),
 and written atomically.
 
 Chapters: *Groups and actions* (book/part1/02_groups_and_actions) and *Reproducing the
@@ -22,6 +23,7 @@ import io
 import os
 import pickle
 import re
+import stat as stat_module
 import tarfile
 import urllib.error
 import urllib.request
@@ -37,7 +39,7 @@ import torch
 from .actions import mirror_images
 from .seeds import torch_generator
 from .io import CorruptFileError, atomic_write, cache_dir, warn_once
-from .validation import check_float, check_int, check_tensor
+from .validation import check_bool, check_float, check_int, check_tensor
 
 __all__ = [
     "CLASSES",
@@ -485,6 +487,32 @@ def _collect(split: str, entries: list[tuple[str, bytes | Path]], where: str):
     return labelled, labels
 
 
+def _read_regular(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of ``path``, which must be a regular file (a symlink to one is fine) of at
+    most ``limit`` bytes: a FIFO would block the loader and a link to ``/dev/zero`` would
+    read forever, so both are refused, and at most ``limit + 1`` bytes are ever read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the open
+    try:
+        st = os.fstat(fd)
+        if not stat_module.S_ISREG(st.st_mode):
+            raise CorruptDataError(f"{path} is not a regular file (a device, FIFO or socket); {what} must be "
+                                   "plain files")
+        if st.st_size > limit:
+            raise CorruptDataError(f"{path} has {st.st_size:,} bytes, more than {what} can have ({limit:,})")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise CorruptDataError(f"{path} grew past {limit:,} bytes while being read ({what})")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _read_images_dir(root: Path, split: str, workers: int | None):
     d = root / split
     if not d.is_dir():
@@ -498,11 +526,8 @@ def _read_images_dir(root: Path, split: str, workers: int | None):
     items = []
     for _, _, rel, path in labelled:
         try:
-            size = path.stat().st_size
-            if size > _MAX_IMAGE_BYTES:
-                raise CorruptDataError(f"{root / rel} has {size:,} bytes; a 32x32 CIFAR-10 image has a few "
-                                       f"thousand (limit {_MAX_IMAGE_BYTES:,})")
-            items.append((str(root / rel), path.read_bytes()))
+            items.append((str(root / rel), _read_regular(path, _MAX_IMAGE_BYTES,
+                                                         "a 32x32 CIFAR-10 image (a few thousand bytes)")))
         except OSError as exc:
             raise CorruptDataError(f"could not read {root / rel}: {exc}") from None
     return _decode_all(items, workers), labels
@@ -564,12 +589,11 @@ def _read_batches(blobs: dict[str, bytes], split: str, where: str):
 def _read_batches_dir(root: Path, split: str):
     blobs = {}
     for name in _BATCHES[split] + ["batches.meta"]:
-        if (root / name).is_file():
-            size = (root / name).stat().st_size
-            if size > _MAX_BATCH_BYTES:
-                raise CorruptDataError(f"{root / name} has {size:,} bytes, more than a CIFAR-10 batch can have "
-                                       f"({_MAX_BATCH_BYTES:,})")
-            blobs[name] = (root / name).read_bytes()
+        if (root / name).exists():
+            try:
+                blobs[name] = _read_regular(root / name, _MAX_BATCH_BYTES, "a CIFAR-10 batch")
+            except OSError as exc:
+                raise CorruptDataError(f"could not read {root / name}: {exc}") from None
     return _read_batches(blobs, split, str(root))
 
 
@@ -582,21 +606,29 @@ def _read_batches_tar(src: DataSource, split: str):
 
 
 # -- cache -------------------------------------------------------------------------------
+def _stamp(st: os.stat_result) -> str:
+    """A file's identity as the cache sees it: inode, size, and modification and change
+    times. The change time (ctime) is set by the kernel at every write, rename or chmod
+    and no copying tool (``cp -p``, ``rsync -t``, ``tar x``) can restore it, so a
+    same-size edit with its mtime kept still gets a new key."""
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
 def _fingerprint(src: DataSource, split: str) -> tuple[str, str]:
-    """(hash of the source's path, hash of its path + sizes + mtimes): a changed source
-    gets a new key."""
+    """(hash of the source's path, hash of its path + every file's inode, size, mtime and
+    ctime): a changed source gets a new key."""
     path = src.path.resolve()
     where = hashlib.sha256(repr([str(path), src.prefix]).encode()).hexdigest()[:16]
     state = hashlib.sha256(repr([_CACHE_VERSION, str(path), src.kind, src.prefix, split]).encode())
     if src.path.is_file():
         st = src.path.stat()
-        state.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
+        state.update(_stamp(st).encode())
     elif src.kind == "batches-dir":
         for name in _BATCHES[split] + ["batches.meta"]:
             p = src.path / name
             if p.exists():
                 st = p.stat()
-                state.update(f"{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+                state.update(f"{name}:{_stamp(st)}\n".encode())
     else:  # image folder: every file of the split (one stat each)
         for cls_dir in sorted((src.path / split).iterdir()):
             if cls_dir.is_dir():
@@ -604,7 +636,7 @@ def _fingerprint(src: DataSource, split: str) -> tuple[str, str]:
                     rows = []
                     for e in it:
                         st = e.stat()
-                        rows.append(f"{e.name}:{st.st_size}:{st.st_mtime_ns}")
+                        rows.append(f"{e.name}:{_stamp(st)}")
                 rows.sort()
                 state.update((cls_dir.name + "\n" + "\n".join(rows) + "\n").encode())
     return where, state.hexdigest()[:16]
@@ -662,11 +694,13 @@ def _read_cache_file(path: Path) -> tuple[np.ndarray, np.ndarray]:
     import json
 
     with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size > 60_000 * (3 * 32 * 32 + 8) + (1 << 20):
+            raise ValueError("the file is larger than any CIFAR-10 split (planted or damaged)")
         if f.read(len(_MAGIC)) != _MAGIC:
             raise ValueError("wrong magic bytes")
         header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
         shape = tuple(int(s) for s in header["shape"])
-        if len(shape) != 4 or shape[1:] != (3, 32, 32):
+        if len(shape) != 4 or shape[1:] != (3, 32, 32) or not 0 <= shape[0] <= 60_000:
             raise ValueError(f"unexpected image shape {shape}")
         x = np.empty(shape, dtype=np.uint8)
         y = np.empty(shape[0], dtype="<i8")
@@ -747,6 +781,9 @@ def load_cifar10(
     """
     if split not in _SPLITS:
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    check_bool("cache", cache)
+    if download is not None:
+        check_bool("download", download)
     try:
         src = find_cifar10(root)
     except DataNotFoundError:

@@ -47,7 +47,11 @@ class GroupElement:
         return self.group.inverse(self)
 
     def __pow__(self, n: int) -> "GroupElement":
+        """a^n for any integer n (negative: powers of a⁻¹). The exponent is first reduced
+        modulo the order of a, so ``a ** 10**100`` costs at most |G| products."""
         n = check_int("the exponent n", n)
+        if abs(n) > self.group.order:  # a^order = e (order <= |G|); % gives 0 <= n < order
+            n %= self.order
         result, base = self.group.identity, self if n >= 0 else ~self
         for _ in range(abs(n)):
             result = result @ base

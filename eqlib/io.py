@@ -3,7 +3,8 @@
 An interrupted write never leaves a corrupt file: everything is written to a temporary
 file in the same folder, flushed to disk, and moved into place with ``os.replace``; the
 temporary files of a killed writer are removed by the next run (only those whose
-process is gone, or that are an hour old, so a concurrent writer is left alone).
+process is gone, or, for writers that cannot be asked, that are an hour old; a live
+writer on this host is never disturbed).
 :func:`save_torch` stores a SHA-256 of the file in the zip comment of ``torch.save``'s
 archive (so ``torch.load`` still reads it) and :func:`load_torch` verifies it before
 ``torch.load(..., weights_only=True)``: a damaged checkpoint is reported, never loaded
@@ -17,6 +18,7 @@ import glob
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import socket
@@ -29,7 +31,7 @@ from typing import IO, Any
 
 import torch
 
-__all__ = ["cache_dir", "config_hash", "atomic_write", "save_torch", "load_torch", "CorruptFileError",
+__all__ = ["cache_dir", "config_hash", "content_hash", "atomic_write", "save_torch", "load_torch", "CorruptFileError",
            "clean_stale_temporaries", "warn_once", "CACHE_WRITE_ERRORS"]
 
 #: errors that mean "this cache cannot be written" (read-only, full, no permission, ...);
@@ -38,7 +40,7 @@ __all__ = ["cache_dir", "config_hash", "atomic_write", "save_torch", "load_torch
 CACHE_WRITE_ERRORS = (OSError,)
 _SEAL = b"eqlib-sha256:"  # the zip comment: this prefix and 64 hex digits
 _SEAL_LEN = len(_SEAL) + 64
-#: a temporary file untouched this long is stale whatever its writer (writes touch it often)
+#: a temporary file of a writer that cannot be asked (another host, an older name) is stale once untouched this long
 _STALE_SECONDS = 3600
 _warned: set[str] = set()
 _cleaned: set[Path] = set()
@@ -66,25 +68,34 @@ def _tmp_prefix(path: Path) -> str:
     return f".{path.name}.w{os.getpid()}@{_host()}."
 
 
-def _writer_alive(tmp: Path) -> bool:
-    """Whether the process that named ``tmp`` (``.<name>.w<pid>@<host>.<random>.tmp``) still runs."""
+def _writer_state(tmp: Path) -> str:
+    """``"alive"`` or ``"dead"``: whether the process that named ``tmp``
+    (``.<name>.w<pid>@<host>.<random>.tmp``) on this host still runs; ``"unknown"`` for
+    another host's or an older eqlib's temporary file (only its age can make it stale)."""
     match = _WRITER.search(tmp.name)
     if match is None or match.group(2) != _host():
-        return True  # not ours to judge: only its age can make it stale
+        return "unknown"
     pid = int(match.group(1))
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
+        return "dead"
     except PermissionError:
-        return True
-    return True
+        return "alive"
+    return "alive"
+
+
+def _writer_alive(tmp: Path) -> bool:
+    """Whether the writer of ``tmp`` may still run (alive, or not ours to judge)."""
+    return _writer_state(tmp) != "dead"
 
 
 def clean_stale_temporaries(folder: str | os.PathLike, name: str = "*") -> list[Path]:
     """Remove the temporary files ``.<name>.*.tmp`` that :func:`atomic_write` left in
-    ``folder`` when its process was killed: those whose writer process is gone (same host)
-    or untouched for an hour. Returns the removed paths; never raises.
+    ``folder`` when its process was killed: those whose writer process is gone (same host),
+    and those whose writer cannot be asked (another host, an older eqlib's name) once
+    untouched for an hour. A live writer's file on this host is never removed, whatever
+    its age (clock skew or a slow write). Returns the removed paths; never raises.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
@@ -97,7 +108,10 @@ def clean_stale_temporaries(folder: str | os.PathLike, name: str = "*") -> list[
     now = time.time()
     for tmp in candidates:
         try:
-            if _writer_alive(tmp) and now - tmp.stat().st_mtime < _STALE_SECONDS:
+            state = _writer_state(tmp)
+            # a live writer's file is never removed, however old its mtime looks (a slow
+            # write, or a clock that jumped): the age rule is only for writers we cannot ask
+            if state == "alive" or (state == "unknown" and now - tmp.stat().st_mtime < _STALE_SECONDS):
                 continue
             tmp.unlink()
             removed.append(tmp)
@@ -127,10 +141,83 @@ def cache_dir(*parts: str) -> Path:
     return path
 
 
+def _plain(value: Any, path: str) -> Any:
+    """``value`` as plain JSON (dicts with str keys, lists, str, finite numbers, bools,
+    None; tuples become lists), or a TypeError/ValueError naming ``path``."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, float)):  # numpy's float64 is a float: its value is kept exactly
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{path}: {value!r} is not a finite number (JSON has no NaN or inf); "
+                             "describe it as a string or leave it out")
+        return value
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{path}: key {key!r} is a {type(key).__name__}, not a str (JSON keys are "
+                                "strings, so {1: ...} and {'1': ...} would collide); use string keys")
+            out[key] = _plain(item, f"{path}[{key!r}]")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_plain(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    hint = ("; hash its bytes with eqlib.io.content_hash" if isinstance(value, torch.Tensor)
+            or type(value).__module__ == "numpy" else "")
+    raise TypeError(f"{path}: {type(value).__name__} {value!r:.60} is not plain JSON (dict with str keys, "
+                    f"list, tuple, str, finite int/float, bool, None){hint}")
+
+
 def config_hash(config: Mapping[str, Any], length: int = 16) -> str:
-    """A stable hex digest of a JSON-serialisable configuration (key order does not matter)."""
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    """A stable hex digest of a plain-JSON configuration (key order does not matter).
+
+    Only plain JSON is accepted, so that two different configurations never share a
+    digest: dicts with ``str`` keys, lists and tuples (a tuple is the list of its items),
+    ``str``, finite ``int``/``float``, ``bool`` and ``None``. Anything else — a set
+    (ordered differently in every process), a non-string key (``{1: 'a'}`` would collide
+    with ``{'1': 'a'}``), a tensor or array (its ``str`` drops entries), a numpy scalar,
+    NaN — raises ``TypeError``/``ValueError`` naming the key path. Hash tensors and arrays
+    with :func:`content_hash` and put the digest in the configuration.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a mapping, got {type(config).__name__} {config!r:.60}")
+    length = int(length)
+    if not 1 <= length <= 64:
+        raise ValueError(f"length must be an integer in 1..64, got {length}")
+    text = json.dumps(_plain(config, "config"), sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def content_hash(x: Any, length: int = 64) -> str:
+    """SHA-256 of a tensor's or array's dtype, shape and bytes (in C order, so strides and
+    ``requires_grad`` do not matter; ``-0.0`` and ``0.0`` differ, as their bytes do).
+
+    A numpy array and a CPU tensor of the same dtype, shape and values hash alike. Meta
+    tensors (no data) are refused. This is the one way eqlib puts a tensor into a cache key.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    if not isinstance(x, torch.Tensor):
+        if type(x).__module__ == "numpy" and hasattr(x, "dtype") and hasattr(x, "shape"):
+            import numpy as np
+            x = np.ascontiguousarray(x)
+            dtype, shape, raw = str(x.dtype), tuple(x.shape), x.tobytes()
+        else:
+            raise TypeError(f"x must be a torch.Tensor or a numpy array, got {type(x).__name__}")
+    else:
+        if x.device.type == "meta":
+            raise ValueError("x is a meta tensor (it holds no data): nothing to hash")
+        t = x.detach().to("cpu").contiguous()
+        if t.is_conj():
+            t = t.resolve_conj()
+        if t.is_neg():
+            t = t.resolve_neg()
+        dtype, shape = str(t.dtype).removeprefix("torch."), tuple(t.shape)
+        raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+    digest = hashlib.sha256(f"{dtype}|{shape}|".encode())
+    digest.update(raw)
+    return digest.hexdigest()[:length]
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> Path:

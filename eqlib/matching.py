@@ -31,6 +31,7 @@ from .models.attention import AttentionNetwork, MultiHeadAttention
 from .models.cnn import VGG, MirrorGCNN, conv_layers
 from .models.mlp import MLP
 from .symmetries import SymmetryElement
+from .validation import check_finite, check_float, check_int, check_tensor, show
 
 __all__ = ["PermutationSpec", "permutation_spec", "vgg_permutation_spec", "mlp_permutation_spec",
            "attention_permutation_spec", "identity_permutations", "random_permutations",
@@ -254,10 +255,29 @@ def invert_permutation(p: torch.Tensor) -> torch.Tensor:
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
-    p = torch.as_tensor(p)
+    p = _permutation("p", p)
     inv = torch.empty_like(p)
     inv[p] = torch.arange(len(p), device=p.device)
     return inv
+
+
+def _permutation(name: str, p) -> torch.Tensor:
+    """``p`` as a 1-D int64 tensor holding each of 0..n-1 exactly once (TypeError for a
+    non-integer tensor or a non-sequence, ValueError for repeats or values out of range)."""
+    if not isinstance(p, torch.Tensor):
+        if isinstance(p, (str, bytes, set, frozenset, Mapping)) or not hasattr(p, "__len__"):
+            raise TypeError(f"{name} must be a permutation (a 1-D integer tensor or sequence), got {show(p)}")
+        try:
+            arr = np.asarray(p)
+            p = torch.as_tensor(arr.astype(np.int64) if arr.size == 0 else arr)
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"{name} must be a permutation (a 1-D integer tensor or sequence), got {show(p)}") from None
+    check_tensor(name, p, ndim=1, dtype="integer")
+    p = p.long()
+    n = len(p)
+    if n and not torch.equal(torch.sort(p).values, torch.arange(n, device=p.device)):
+        raise ValueError(f"{name} must be a permutation of 0..{n - 1} (each once), got {show(p.tolist())}")
+    return p
 
 
 def involution_distance(p: torch.Tensor) -> float:
@@ -265,16 +285,35 @@ def involution_distance(p: torch.Tensor) -> float:
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
-    p = torch.as_tensor(p)
+    p = _permutation("p", p)
+    if len(p) == 0:
+        return 0.0
     return float((p[p] != torch.arange(len(p), device=p.device)).float().mean())
 
 
-def _batches(images: torch.Tensor, batch_size: int, device: torch.device) -> Iterator[torch.Tensor]:
+def _check_images(images: torch.Tensor, batch_size: int) -> int:
+    """Normalised float images (N, C, H, W), N >= 1, finite; ``batch_size`` an integer >= 1."""
+    check_tensor("images", images)
     if images.dim() != 4 or not images.is_floating_point():
         raise ValueError(f"expected normalised float images (N, C, H, W), got {images.dtype} {tuple(images.shape)} "
                          "(convert uint8 images with eqlib.train.prepare_images)")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    if images.shape[0] == 0:
+        raise ValueError("images must hold at least one image, got none (shape "
+                         f"{tuple(images.shape)}): the statistics of no data are undefined")
+    check_finite("images", images)
+    return check_int("batch_size", batch_size, 1)
+
+
+def _check_model(name: str, model: nn.Module) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"{name} must be a torch.nn.Module, got {show(model)}")
+    for pname, t in list(model.named_parameters()) + list(model.named_buffers()):
+        if t.is_floating_point():
+            check_finite(f"{name}'s {pname}", t.detach())
+
+
+def _batches(images: torch.Tensor, batch_size: int, device: torch.device) -> Iterator[torch.Tensor]:
+    batch_size = _check_images(images, batch_size)
     for i in range(0, len(images), batch_size):
         yield images[i:i + batch_size].to(device)
 
@@ -371,8 +410,9 @@ def interpolate(model_a: nn.Module, model_b: nn.Module, alpha: float) -> nn.Modu
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    alpha = check_float("alpha", alpha, 0.0, 1.0)
+    _check_model("model_a", model_a)
+    _check_model("model_b", model_b)
     sa, sb = model_a.state_dict(), model_b.state_dict()
     if sa.keys() != sb.keys():
         raise ValueError("the two models have different parameters; they must share one architecture")
@@ -407,8 +447,11 @@ def reset_bn(model: nn.Module, images: torch.Tensor, batch_size: int = 500) -> n
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
+    _check_model("model", model)
+    batch_size = _check_images(images, batch_size)
     if has_batchnorm(model):
         update_bn(_batches(images, batch_size, _device(model)), model)
+        _check_model("the reset model", model)  # NaN statistics are an error, never a silent network
     return model.eval()
 
 
@@ -458,13 +501,19 @@ def repair(merged: VGG, model_a: VGG, model_b: VGG, images: torch.Tensor, alpha:
     the conv's, without BatchNorm). Layers are corrected in order, each measured after
     the earlier ones are fixed, so every channel ends with exactly its target statistics
     on ``images``. Channels that never vary are left alone. B must already be aligned
-    with A (permuted).
+    with A (permuted). ``alpha`` must lie in [0, 1] and ``eps`` be > 0; NaN weights or
+    images and an empty image set are errors, never a NaN network.
 
     Returns:
         A repaired copy of ``merged`` (eval mode).
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
+    alpha = check_float("alpha", alpha, 0.0, 1.0)
+    eps = check_float("eps", eps, 0.0, low_open=True)
+    batch_size = _check_images(images, batch_size)
+    for name, model in (("merged", merged), ("model_a", model_a), ("model_b", model_b)):
+        _check_model(name, model)
     stats_a = channel_statistics(model_a, images, batch_size)
     stats_b = channel_statistics(model_b, images, batch_size)
     out = copy.deepcopy(merged).eval()

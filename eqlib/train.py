@@ -40,7 +40,8 @@ from .actions import mirror as mirror_action
 from .actions import mirror_images as _mirror_images
 from .data import CIFAR10_MEAN, CIFAR10_STD, normalize
 from .device import default_device
-from .io import CACHE_WRITE_ERRORS, CorruptFileError, cache_dir, config_hash, load_torch, save_torch, warn_once
+from .io import (CACHE_WRITE_ERRORS, CorruptFileError, cache_dir, config_hash, content_hash, load_torch, save_torch,
+                 warn_once)
 from .validation import check_bool, check_choice, check_finite, check_float, check_int, check_tensor, show
 
 __all__ = ["TrainConfig", "TrainResult", "train", "cached_train", "mirror_images", "prepare_images",
@@ -119,7 +120,8 @@ class TrainConfig:
             check_choice(f"TrainConfig.{name}", getattr(self, name), options)
         for name, low in (("epochs", 1), ("batch_size", 1), ("snapshot_every", 0), ("seed", 0)):
             value = getattr(self, name)
-            if check_int(f"TrainConfig.{name}", value, low) != value or type(value) is not int:
+            high = 2**63 - 1 if name == "seed" else None  # torch generators take 64-bit seeds
+            if check_int(f"TrainConfig.{name}", value, low, high) != value or type(value) is not int:
                 object.__setattr__(self, name, int(value))
         check_float("TrainConfig.lr", self.lr, 0.0, low_open=True)
         check_float("TrainConfig.momentum", self.momentum, 0.0, 1.0)
@@ -208,14 +210,19 @@ def mirror_images(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
 
 def prepare_images(images: torch.Tensor, mean=CIFAR_MEAN, std=CIFAR_STD) -> torch.Tensor:
     """What the trained models take: uint8 images (N, 3, H, W) → :func:`eqlib.data.normalize`;
-    float images (in [0, 1]) are normalised the same way.
+    float images (in [0, 1]; 0..255 floats are refused, never normalised as if in [0, 1])
+    are normalised the same way.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
+    check_tensor("images", images, ndim=4)
     if images.dtype == torch.uint8:
         return normalize(images, mean, std)
-    if images.dim() != 4 or images.shape[1] != 3:
+    if images.shape[1] != 3:
         raise ValueError(f"expected images of shape (N, 3, H, W), got {tuple(images.shape)}")
+    if not images.is_floating_point():
+        raise TypeError(f"images must be uint8 (0..255) or float (in [0, 1]), got {images.dtype}")
+    _check_unit_range("images", images.detach())
     m = torch.tensor(mean, device=images.device, dtype=torch.float32).view(1, 3, 1, 1)
     s = torch.tensor(std, device=images.device, dtype=torch.float32).view(1, 3, 1, 1)
     return (images.float() - m) / s
@@ -279,14 +286,12 @@ def _check_symmetry(symmetry: object) -> tuple[Action, Action]:
 
 
 def _action_spec(rho: Action) -> dict[str, Any]:
-    """A cache-key description of an action: its type, group, shape, and a checksum of
-    what each group element does to a fixed (seeded) probe."""
+    """A cache-key description of an action: its type, group, shape, and the content hash
+    of what each group element does to a fixed (seeded) probe."""
     probe = torch.randn(2, *rho.shape, generator=torch.Generator().manual_seed(12345))
-    sums = [round(float((rho.act(g, probe).double() * torch.arange(
-        1, probe.numel() + 1, dtype=torch.float64).reshape(probe.shape)).sum()), 6)
-        for g in rho.group.elements]
+    acts = [content_hash(rho.act(g, probe).double()) for g in rho.group.elements]
     return {"type": type(rho).__name__, "group": repr(rho.group), "shape": list(rho.shape),
-            "probe": sums}
+            "probe": config_hash({"acts": acts}, length=64)}
 
 
 def _act_each(rho: Action, index: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -337,7 +342,9 @@ def _task_loss(out: torch.Tensor, x: torch.Tensor, y: torch.Tensor | None, task:
 @torch.no_grad()
 def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 1000,
                       mean=CIFAR_MEAN, std=CIFAR_STD, device: str | torch.device | None = None) -> float:
-    """Classification accuracy of ``model`` on uint8 images ``(N, 3, 32, 32)`` with int labels ``(N,)``.
+    """Classification accuracy of ``model`` on uint8 images ``(N, 3, 32, 32)`` with int labels ``(N,)``
+    (any integer dtype; a label the model cannot output — at or above its number of
+    outputs — is refused).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
@@ -346,12 +353,18 @@ def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tens
     dev = default_device(device) if device is not None else next(model.parameters()).device
     was_training = model.training
     model.eval()
-    imgs, labs = images.to(dev), labels.to(dev)
+    imgs, labs = images.detach().to(dev), labels.detach().to(dev, torch.long)
+    label_max = int(labs.max())
     correct = 0
-    for i in range(0, len(imgs), batch_size):
-        out = model(prepare_images(imgs[i:i + batch_size], mean, std))
-        correct += int((out.argmax(1) == labs[i:i + batch_size]).sum())
-    model.train(was_training)
+    try:
+        for i in range(0, len(imgs), batch_size):
+            out = model(prepare_images(imgs[i:i + batch_size], mean, std))
+            if i == 0 and (out.dim() != 2 or label_max >= out.shape[1]):
+                raise ValueError(f"labels must be class indices below the model's {tuple(out.shape[1:])} outputs, "
+                                 f"got a label {label_max}")
+            correct += int((out.argmax(1) == labs[i:i + batch_size]).sum())
+    finally:
+        model.train(was_training)
     return correct / max(1, len(imgs))
 
 
@@ -377,12 +390,18 @@ def _check_data(images: torch.Tensor, labels: torch.Tensor | None, task: str, na
     if images.dtype != torch.uint8:
         if not images.is_floating_point():
             raise TypeError(f"{name} must be uint8 (0..255) or float (in [0, 1]), got {images.dtype}")
-        check_finite(name, images)
+        _check_unit_range(name, images.detach())
+    _check_labels(labels, images.shape[0], task, name)
+
+
+def _check_unit_range(name: str, images: torch.Tensor) -> None:
+    """Float images must be finite and in [0, 1] (0..255 floats are the commonest mistake)."""
+    check_finite(name, images)
+    if images.numel():
         lo, hi = float(images.min()), float(images.max())
         if lo < 0.0 or hi > 1.0:
             raise ValueError(f"float {name} must lie in [0, 1], got values in [{lo:g}, {hi:g}]"
                              + ("; pass uint8 images, or divide by 255" if hi > 1.0 else ""))
-    _check_labels(labels, images.shape[0], task, name)
 
 
 def _check_samples(x: torch.Tensor, labels: torch.Tensor | None, task: str, rho_in: Action,
@@ -393,6 +412,17 @@ def _check_samples(x: torch.Tensor, labels: torch.Tensor | None, task: str, rho_
         raise ValueError(f"{name} must have shape (N, {', '.join(map(str, rho_in.shape))}) or (N, {rho_in.dim}) "
                          f"for the symmetry's rho_in, got {tuple(x.shape)}")
     _check_labels(labels, x.shape[0], task, name)
+
+
+def _check_device(dev: torch.device) -> torch.device:
+    """A device that exists: ``cpu`` (index 0 at most), or a CUDA device below the count."""
+    if dev.type == "meta":
+        raise ValueError("device 'meta' holds no data: train on 'cpu' or 'cuda'")
+    if dev.type == "cpu" and dev.index not in (None, 0):
+        raise ValueError(f"device {str(dev)!r} does not exist: the CPU is 'cpu' (or 'cpu:0')")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"device {str(dev)!r} does not exist: {torch.cuda.device_count()} CUDA device(s) here")
+    return dev
 
 
 def _check_model(model: nn.Module) -> None:
@@ -413,6 +443,9 @@ def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimi
     return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
 
 
+#: an epoch's mean loss above this is divergence even when finite (losses of normalised data
+#: start near 1; 1e15 is no training)
+_DIVERGED = 1e15
 #: images normalised per block in the training loop: on a GPU, large blocks mean few kernel launches;
 #: on a CPU, blocks that stay in cache are faster (8,192 images at once took 4x longer than 1,024)
 _PREP_IMAGES_CPU = 1024
@@ -448,6 +481,34 @@ def _empty_history() -> dict[str, list]:
     return {k: [] for k in keys}
 
 
+# --------------------------------------------------------------------------- identity
+
+class _NotResumed(Exception):
+    """A checkpoint that is not this run's (already reported)."""
+
+
+def _state_hash(state: Mapping[str, torch.Tensor]) -> str:
+    """Content hash of a state dict: every entry's name, dtype, shape and bytes, in order
+    (a permutation of hidden units, which keeps the function, changes it)."""
+    return config_hash({"names": list(state), "tensors": [content_hash(v) for v in state.values()]}, length=64)
+
+
+def _run_spec(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, config: TrainConfig,
+              eval_data: tuple[torch.Tensor, torch.Tensor] | None, sym_spec: Mapping[str, Any] | None
+              ) -> dict[str, Any]:
+    """Everything that changes a number of a training run, by content: the model's class,
+    repr and initial weights (bytes), the config, the bytes of the images, of the labels
+    (classifiers) and of the evaluation data, and the symmetry."""
+    used_labels = labels if config.task == "classify" else None
+    spec = {"model": _model_spec(model), "init": _state_hash(model.state_dict()), "config": config.to_dict(),
+            "images": content_hash(images), "labels": None if used_labels is None else content_hash(used_labels),
+            "eval": None if eval_data is None else [content_hash(eval_data[0]),
+                                                     None if eval_data[1] is None else content_hash(eval_data[1])]}
+    if sym_spec is not None:
+        spec["symmetry"] = dict(sym_spec)
+    return spec
+
+
 # --------------------------------------------------------------------------- train
 
 def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, config: TrainConfig,
@@ -469,13 +530,17 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
         model: any module mapping float images (N, 3, 32, 32) to logits (N, K) or to
             reconstructions (N, 3, 32, 32) / (N, 3072).
         images: uint8 (or float in [0, 1]) images; moved once to the device.
-        labels: int64 labels (N,) for ``task="classify"`` (ignored otherwise).
+        labels: integer labels (N,) for ``task="classify"`` (any integer dtype, used as
+            int64; ignored otherwise).
         config: the :class:`TrainConfig`.
         device: where to train (default :func:`eqlib.device.default_device`).
         progress: show a ``tqdm.auto`` bar with loss and images/s.
         checkpoints: a file path; every ``checkpoint_every`` epochs the full state
-            (weights, optimizer, random generator, history) is saved there atomically,
-            and if the file exists when ``train`` starts, training resumes from it.
+            (weights, optimizer, random generator, history) is saved there atomically
+            with the run's identity (a content hash of the initial weights, the images,
+            labels, evaluation data, config and symmetry), and if the file exists when
+            ``train`` starts, training resumes from it only when its identity is this
+            run's; a checkpoint of another run is reported and training starts afresh.
         eval_data: optional (images, labels) to record test accuracy (classifiers) or
             test loss after every epoch.
         callback: called as ``callback(epoch, model, history)`` after each epoch (after
@@ -508,14 +573,17 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {show(callback)}")
-    dev = default_device(device)
+    dev = _check_device(default_device(device))
     model.to(dev)
     n = images.shape[0]
     bs = min(config.batch_size, n)
     steps_per_epoch = math.ceil(n / bs)
     total_steps = config.epochs * steps_per_epoch
+    images = images.detach()  # the library owns the graph: an input with requires_grad must not join it
     x_all = images.to(dev)  # once
-    y_all = labels.to(dev) if (labels is not None and config.task == "classify") else None
+    y_all = labels.detach().to(dev, torch.long) if (labels is not None and config.task == "classify") else None
+    if eval_data is not None:
+        eval_data = (eval_data[0].detach(), None if eval_data[1] is None else eval_data[1].detach().long())
     scale = 255.0 if x_all.dtype == torch.uint8 else 1.0
     # (x / scale - mean) / std  ==  x * mul - sub, fused in place per batch
     mul = (1.0 / (scale * torch.tensor(config.std, device=dev))).view(1, 3, 1, 1)
@@ -530,18 +598,35 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     snapshots: list[tuple[int, dict]] = []
     start_epoch = 0
     ckpt_path = Path(checkpoints) if checkpoints is not None else None
+    identity = None
+    if ckpt_path is not None:  # what the checkpoint must belong to: this run, by content
+        sym_spec = None if rho_in is None else {"penalty_samples": penalty_samples, "rho_in": _action_spec(rho_in),
+                                                "rho_out": _action_spec(rho_out)}
+        identity = config_hash(_run_spec(model, images, labels, config, eval_data, sym_spec), length=64)
     if ckpt_path is not None and ckpt_path.exists():
         initial_state = {k: v.clone() for k, v in model.state_dict().items()}
         try:
             state = load_torch(ckpt_path, map_location="cpu")
+            if not isinstance(state, dict) or state.get("identity") != identity:
+                warnings.warn(f"the checkpoint {ckpt_path} belongs to another run (other data, settings or initial "
+                              "weights, or an older eqlib that stored no identity); it is not resumed: training "
+                              "from scratch (it will be overwritten)")
+                state = None
+        except CorruptFileError as exc:
+            warnings.warn(f"ignoring unreadable checkpoint {ckpt_path} ({exc}); training from scratch")
+            state = None
+        try:
+            if state is None:
+                raise _NotResumed
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             gen.set_state(state["generator"])
             history = {k: list(v) for k, v in state["history"].items()}
             snapshots = [(int(e), s) for e, s in zip(state["snapshot_epochs"], state["snapshots"])]
             start_epoch = int(state["epoch"])
-        except (CorruptFileError, KeyError, RuntimeError, ValueError, TypeError) as exc:
-            warnings.warn(f"ignoring unreadable checkpoint {ckpt_path} ({exc}); training from scratch")
+        except (_NotResumed, KeyError, RuntimeError, ValueError, TypeError) as exc:
+            if not isinstance(exc, _NotResumed):
+                warnings.warn(f"ignoring unreadable checkpoint {ckpt_path} ({exc}); training from scratch")
             model.load_state_dict(initial_state)
             optimizer = _make_optimizer(model, config)
             gen.manual_seed(int(config.seed))
@@ -623,8 +708,8 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
         seconds = time.perf_counter() - t0
         if bar is not None:  # no device sync inside the epoch; the bar redraws at most every few seconds
             bar.set_postfix(epoch=epoch + 1, loss=f"{s[0]:.4f}", img_s=f"{n / max(seconds, 1e-9):.0f}", refresh=False)
-        if not math.isfinite(s[0]):
-            raise FloatingPointError(f"training diverged in epoch {epoch + 1} (loss {s[0]}); lower lr or "
+        if not math.isfinite(s[0]) or abs(s[0]) > _DIVERGED:
+            raise FloatingPointError(f"training diverged in epoch {epoch + 1} (loss {s[0]:g}); lower lr or "
                                      f"penalty_weight, or lengthen penalty_ramp")
         history["epoch"].append(epoch + 1)
         history["loss"].append(s[0])
@@ -661,7 +746,7 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
             snapshots.append((epoch + 1, _cpu_state(model)))
         if ckpt_path is not None and ((epoch + 1) % checkpoint_every == 0 or epoch + 1 == config.epochs):
             try:
-                save_torch({"model": _cpu_state(model), "optimizer": optimizer.state_dict(),
+                save_torch({"identity": identity, "model": _cpu_state(model), "optimizer": optimizer.state_dict(),
                             "generator": gen.get_state(), "history": history, "epoch": epoch + 1,
                             "snapshot_epochs": [e for e, _ in snapshots], "snapshots": [s for _, s in snapshots]},
                            ckpt_path)
@@ -694,14 +779,17 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
     """:func:`train` ``build_model()`` on ``data = (images, labels)``, cached on disk.
 
     ``symmetry`` and ``penalty_samples`` are passed to :func:`train` (the group-generic
-    trainer). The cache key is :func:`eqlib.io.config_hash` of the model spec (class, repr,
-    parameter shapes, and a hash of the initial weights), the config, the data spec
-    (``data_spec`` if given, else the data's shape and a content checksum), the symmetry
-    (its group's elements and what each action does to a fixed probe) and
-    ``cache_key_extra``. The
-    result (weights, history, snapshots) is saved atomically under
-    ``cache_dir("models")``; while training, a checkpoint file beside it lets an
-    interrupted run resume. A corrupt cache file is rebuilt with a warning.
+    trainer). The cache key is :func:`eqlib.io.config_hash` of everything that changes a
+    number, by content (:func:`eqlib.io.content_hash` of the bytes, never a sample or a
+    sum): the model's class, repr and initial weights (in order, so a permuted
+    initialisation is another run), the config, the images, the labels (classifiers),
+    ``eval_data``, the symmetry (its group and what each action does to a fixed probe),
+    ``data_spec`` (a description added to the content, never replacing it) and
+    ``cache_key_extra`` (plain JSON). The result (weights, history, snapshots) is saved
+    atomically under ``cache_dir("models")`` with that identity, and a file whose stored
+    identity differs is retrained; while training, a checkpoint file beside it lets an
+    interrupted run resume (:func:`train` resumes only a checkpoint of the same run). A
+    corrupt cache file is rebuilt with a warning.
 
     Returns:
         :class:`TrainResult` with the model on the CPU in eval mode (``from_cache`` set
@@ -731,20 +819,13 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
     model = build_model()
     if not isinstance(model, nn.Module):
         raise TypeError(f"build_model must return a torch.nn.Module, got {show(model)}")
-    init_state = model.state_dict()
-    init_sum = float(sum(v.double().sum() + (v.double() ** 2).sum() * 1e-3 for v in init_state.values()))
-    if data_spec is None:
-        flat = images.reshape(-1)
-        step = max(1, flat.numel() // 100_000)
-        data_spec = {"shape": list(images.shape), "dtype": str(images.dtype),
-                     "checksum": float(flat[::step].double().sum()),
-                     "labels": None if labels is None else float((labels.double() * torch.arange(
-                         1, len(labels) + 1, dtype=torch.float64) % 9973).sum())}
-    spec = {"model": _model_spec(model), "init": round(init_sum, 6), "config": config.to_dict(),
-            "data": dict(data_spec), "extra": dict(cache_key_extra or {})}
-    if sym_spec is not None:  # keys of runs without a symmetry are unchanged
-        spec["symmetry"] = sym_spec
-    key = config_hash(spec)
+    if eval_data is not None and (not isinstance(eval_data, (tuple, list)) or len(eval_data) != 2):
+        raise TypeError(f"eval_data must be a pair (images, labels), got {show(eval_data)}")
+    run_spec = _run_spec(model, images, labels, config, eval_data, sym_spec)
+    spec = {"run": run_spec, "data_spec": None if data_spec is None else dict(data_spec),
+            "extra": dict(cache_key_extra or {})}
+    identity = config_hash(spec, length=64)
+    key = identity[:16]
     generic = {} if symmetry is None else {"symmetry": symmetry, "penalty_samples": penalty_samples}
     try:
         folder = cache_dir("models")
@@ -760,6 +841,8 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
     if path.exists():
         try:
             state = load_torch(path)
+            if state.get("identity") != identity:
+                raise ValueError("it was stored for another run (or by an older eqlib)")
             model.load_state_dict(state["model"])
             snapshots = [(int(e), s) for e, s in zip(state["snapshot_epochs"], state["snapshots"])]
             return TrainResult(model=model.eval(), history={k: list(v) for k, v in state["history"].items()},
@@ -775,7 +858,7 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
                    checkpoint_every=checkpoint_every, eval_data=eval_data, callback=callback, **generic)
     result.model.to("cpu")
     try:
-        save_torch({"model": _cpu_state(result.model), "history": result.history,
+        save_torch({"identity": identity, "model": _cpu_state(result.model), "history": result.history,
                     "snapshot_epochs": [e for e, _ in result.snapshots],
                     "snapshots": [s for _, s in result.snapshots], "config": json.dumps(config.to_dict())}, path)
         ckpt.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -27,6 +27,7 @@ __all__ = [
     "check_tensor",
     "check_finite",
     "check_shape",
+    "check_sequence",
 ]
 
 
@@ -102,30 +103,73 @@ def check_choice(name: str, value: Any, options: Sequence[Any]) -> Any:
     return value
 
 
+_DTYPE_FAMILIES = {
+    "float": ("a floating-point", lambda t: t.is_floating_point()),
+    "integer": ("an integer", lambda t: not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)),
+    "real": ("a real (integer or floating-point)", lambda t: not (t.is_complex() or t.dtype == torch.bool)),
+}
+
+
 def check_tensor(name: str, value: Any, ndim: int | Sequence[int] | None = None,
                  dtypes: Sequence[torch.dtype] | str | None = None, nonempty: bool = False,
-                 finite: bool = False) -> torch.Tensor:
-    """``value`` must be a torch.Tensor with the given number of dimensions and dtype
-    (``dtypes="float"`` or ``"integer"`` for a family), non-empty and finite if asked."""
+                 finite: bool = False, *, dtype: torch.dtype | Sequence[torch.dtype] | str | None = None,
+                 device: str | torch.device | None = None, range: tuple[float | None, float | None] | None = None,
+                 meta: bool = False) -> torch.Tensor:
+    """The one tensor gate: ``value`` must be a ``torch.Tensor`` with
+
+    - ``ndim``: that number of dimensions (an int or several allowed);
+    - ``dtype`` (or its older name ``dtypes``): a dtype, several, or a family ``"float"``,
+      ``"integer"`` or ``"real"`` (TypeError otherwise);
+    - ``device``: on that device (ValueError naming both devices and the fix);
+    - never on the ``meta`` device (no data: ValueError) unless ``meta=True``;
+    - ``nonempty``: at least one entry;
+    - ``finite``: no NaN or ±inf (float tensors);
+    - ``range=(low, high)``: every value within [low, high] (either may be None), with
+      the observed range in the message.
+
+    Returns ``value`` unchanged (callers cast where they own the conversion).
+    """
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__} {show(value)}")
+    if dtype is not None and dtypes is not None:
+        raise TypeError("check_tensor takes dtype or dtypes, not both")
+    dtype = dtypes if dtype is None else dtype
     if ndim is not None:
         dims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if value.ndim not in dims:
             want = " or ".join(str(d) for d in dims)
             raise ValueError(f"{name} must have {want} dimensions, got shape {tuple(value.shape)}")
-    if dtypes == "float":
-        if not value.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point tensor, got {value.dtype}")
-    elif dtypes == "integer":
-        if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
-            raise TypeError(f"{name} must be an integer tensor, got {value.dtype}")
-    elif dtypes is not None and value.dtype not in tuple(dtypes):
-        raise TypeError(f"{name} must have dtype {' or '.join(map(str, dtypes))}, got {value.dtype}")
+    if isinstance(dtype, str):
+        if dtype not in _DTYPE_FAMILIES:
+            raise ValueError(f"check_tensor: unknown dtype family {dtype!r}")
+        what, ok = _DTYPE_FAMILIES[dtype]
+        if not ok(value):
+            raise TypeError(f"{name} must be {what} tensor, got {value.dtype}")
+    elif dtype is not None:
+        allowed = (dtype,) if isinstance(dtype, torch.dtype) else tuple(dtype)
+        if value.dtype not in allowed:
+            raise TypeError(f"{name} must have dtype {' or '.join(map(str, allowed))}, got {value.dtype}")
+    if value.device.type == "meta" and not meta:
+        raise ValueError(f"{name} is a meta tensor (shape {tuple(value.shape)}, no data); pass a tensor on a "
+                         "real device (cpu, cuda)")
+    if device is not None:
+        want = torch.device(device)
+        have = value.device
+        if have.type != want.type or (want.index is not None and have.index is not None and have.index != want.index):
+            raise ValueError(f"{name} is on {have} but must be on {want}; move it with {name}.to({str(want)!r})")
     if nonempty and value.numel() == 0:
         raise ValueError(f"{name} must not be empty, got shape {tuple(value.shape)}")
     if finite:
         check_finite(name, value)
+    if range is not None and value.numel():
+        low, high = range
+        if value.is_complex() or value.dtype == torch.bool:
+            raise TypeError(f"{name} must be a real tensor to have a range, got {value.dtype}")
+        check_finite(name, value) if value.is_floating_point() else None
+        lo, hi = value.min().item(), value.max().item()
+        if (low is not None and lo < low) or (high is not None and hi > high):
+            raise ValueError(f"{name} must lie in [{'-inf' if low is None else low}, "
+                             f"{'inf' if high is None else high}], got values in [{lo:g}, {hi:g}]")
     return value
 
 
@@ -150,3 +194,17 @@ def check_shape(name: str, value: Any, length: int | None = None, low: int = 1) 
         return tuple(check_int(f"{name}[{i}]", v, low) for i, v in enumerate(value))
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{name} must be a tuple of integers >= {low}, got {show(value)} ({exc})") from None
+
+
+def check_sequence(name: str, value: Any, nonempty: bool = False) -> list:
+    """``value`` as a list: an ordered sequence (list, tuple, range, 1-D array or tensor);
+    a set (no order, and ordered differently in every process), a mapping, a string or a
+    non-iterable raises TypeError; an empty one raises ValueError if ``nonempty``."""
+    if isinstance(value, (str, bytes, set, frozenset)) or isinstance(value, Mapping) or not (
+            isinstance(value, Sequence) or (hasattr(value, "__len__") and hasattr(value, "__getitem__"))):
+        raise TypeError(f"{name} must be a list or tuple (an ordered sequence), got {type(value).__name__} "
+                        f"{show(value)}")
+    out = list(value)
+    if nonempty and not out:
+        raise ValueError(f"{name} must not be empty, got {show(value)}")
+    return out

@@ -23,12 +23,15 @@ Chapters: Part III, *Experiments* (book/part3).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import errno
 import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,8 +41,8 @@ from ..io import atomic_write
 from . import writable_folder
 
 __all__ = ["settings", "settings_dict", "parse_setting", "parse_settings", "parse_seeds",
-           "build_parser", "parse_args", "write_json", "load_json", "check_recorded",
-           "numbers_differ"]
+           "build_parser", "parse_args", "write_json", "strict_json", "load_json", "check_recorded",
+           "numbers_differ", "output_name", "check_targets", "staged_outputs", "NONFINITE_KEY"]
 
 S = TypeVar("S")
 
@@ -189,15 +192,33 @@ def parse_settings(assignments: Iterable[str], base: Any) -> dict[str, Any]:
     return dict(parse_setting(a, base) for a in assignments)
 
 
+#: the largest seed the command line takes (seeds feed 64-bit generators, with small offsets)
+MAX_SEED = 2**63 - 1
+#: the most seeds one command line runs
+MAX_SEEDS = 1000
+
+
+def _seed_int(text: str) -> int:
+    text = text.strip()
+    if not re.fullmatch(r"[+-]?\d{1,20}", text):  # no 10**100-digit numbers, no "1e3", no "٣"
+        raise ValueError
+    return int(text)
+
+
 def parse_seeds(text: str) -> tuple[int, ...]:
     """``"0,1,2"`` or ``"0-4"`` (inclusive) or a mix → distinct seeds in order.
 
     Raises:
-        ValueError: for an empty list, a non-integer, a negative seed or a repeated seed.
+        ValueError: for an empty list, a non-integer, a negative seed, a seed above
+            :data:`MAX_SEED`, more than :data:`MAX_SEEDS` seeds (checked before a range is
+            expanded) or a repeated seed.
 
     Chapters: Part III, *Experiments*.
     """
     seeds: list[int] = []
+    if len(str(text)) > 10_000:
+        raise ValueError(f"--seeds: the list is {len(str(text))} characters long; give at most "
+                         f"{MAX_SEEDS} seeds")
     for part in str(text).split(","):
         part = part.strip()
         if not part:
@@ -205,15 +226,23 @@ def parse_seeds(text: str) -> tuple[int, ...]:
         try:
             if "-" in part[1:]:
                 lo, hi = part.split("-", 1)
-                lo_i, hi_i = int(lo), int(hi)
+                lo_i, hi_i = _seed_int(lo), _seed_int(hi)
                 if hi_i < lo_i:
                     raise ValueError
+                if hi_i - lo_i + 1 + len(seeds) > MAX_SEEDS:  # checked before the list is built
+                    raise OverflowError
                 seeds.extend(range(lo_i, hi_i + 1))
             else:
-                seeds.append(int(part))
+                seeds.append(_seed_int(part))
+        except OverflowError:
+            raise ValueError(f"--seeds: {part!r} gives more than {MAX_SEEDS} seeds (in {text!r:.80})") from None
         except ValueError:
             raise ValueError(f"--seeds: cannot read {part!r} as a seed or a range a-b "
-                             f"(in {text!r})") from None
+                             f"(in {text!r:.80})") from None
+        if len(seeds) > MAX_SEEDS:
+            raise ValueError(f"--seeds: more than {MAX_SEEDS} seeds in {text!r:.80}")
+    if any(seed > MAX_SEED for seed in seeds):
+        raise ValueError(f"--seeds: seeds must be <= {MAX_SEED} (2**63 - 1), got {max(seeds)}")
     if not seeds:
         raise ValueError(f"--seeds: no seed in {text!r}; give e.g. 0,1,2 or 0-2")
     if min(seeds) < 0:
@@ -264,13 +293,17 @@ def build_parser(prog: str, description: str, parts: Sequence[str] = (),
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
-               budgets: Mapping[str, Any]) -> argparse.Namespace:
+               budgets: Mapping[str, Any],
+               outputs: Callable[[argparse.Namespace], Iterable[str]] | None = None) -> argparse.Namespace:
     """Parse and check the shared flags, ``--out`` first (a bad folder fails before any work).
 
     The namespace gains ``out`` (a :class:`~pathlib.Path`), ``budget`` (the resolved name),
     ``settings`` (the budget's settings with the ``--set`` overrides), ``overrides``,
     ``seeds`` (a tuple; ``seed`` is its first), ``parts`` (a tuple) and ``download``
-    (False with ``--no-download``, else None). Errors exit through ``parser.error``.
+    (False with ``--no-download``, else None). The outputs' names (``outputs(args)``,
+    default: the protocol's JSON names of ``python -m eqlib.experiments.<stem>``, see
+    :func:`output_name`) are checked with :func:`check_targets`, so a folder where a file
+    goes fails before any work. Errors exit through ``parser.error``.
 
     Chapters: Part III, *Experiments*.
     """
@@ -288,8 +321,8 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
             (args.seed if args.seed is not None else 0),)
     except ValueError as exc:
         parser.error(str(exc))
-    if args.seeds[0] < 0:
-        parser.error(f"--seed must be ≥ 0, got {args.seeds[0]}")
+    if not 0 <= args.seeds[0] <= MAX_SEED:
+        parser.error(f"--seed must be in 0..{MAX_SEED}, got {args.seeds[0]}")
     args.seed = args.seeds[0]
     known = args._protocol_parts
     if known:
@@ -300,22 +333,159 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
     else:
         args.parts = ()
     args.download = False if args.no_download else None
+    try:  # the outputs' names, before any work: a folder in the way fails now, not at the end
+        names = outputs(args) if outputs is not None else _default_outputs(parser.prog, args)
+        check_targets(args.out, names)
+    except ValueError as exc:
+        parser.error(str(exc))
     return args
 
 
-def write_json(path: str | os.PathLike, obj: Any) -> Path:
-    """Write ``obj`` as indented JSON to ``path`` atomically (:func:`eqlib.io.atomic_write`):
-    a crash leaves the old file or none, never half a file. Numpy/torch scalars are
-    written as floats.
+def _default_outputs(prog: str, args: argparse.Namespace) -> list[str]:
+    """The JSON names an experiment ``python -m eqlib.experiments.<stem>`` writes by the
+    protocol's naming: ``<stem>_<budget>.json``, with one seed also
+    ``<stem>_<budget>_seed<seed>.json``, with several ``<stem>_<budget>_seeds.json``."""
+    stem = prog.split()[-1].rsplit(".", 1)[-1]
+    if not re.fullmatch(r"[A-Za-z0-9_]+", stem):
+        return []
+    names = [output_name(stem, args.budget)]
+    if len(args.seeds) > 1:
+        names.append(output_name(stem, args.budget, suffix="_seeds.json"))
+    else:
+        names.append(output_name(stem, args.budget, args.seed))
+    return names
+
+
+#: the key under which :func:`write_json` notes the non-finite numbers it wrote as ``null``
+NONFINITE_KEY = "nonfinite"
+_NONFINITE_TEXT = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def _pointer(parts: Sequence[Any]) -> str:
+    """The JSON pointer (RFC 6901) of a path: ``/networks/tanh/loss/3``."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _strict(obj: Any, parts: tuple, notes: dict[str, str]) -> Any:
+    """``obj`` with NaN/±inf replaced by None (noted in ``notes`` by JSON pointer), tuples as
+    lists and numpy/torch scalars as Python numbers."""
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (str, int)):
+        return obj
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return obj
+        notes[_pointer(parts)] = "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
+        return None
+    if isinstance(obj, Mapping):
+        out = {}
+        for k, v in obj.items():
+            if not isinstance(k, str):
+                raise TypeError(f"write_json: key {k!r} at {_pointer(parts) or '/'} is a {type(k).__name__}, "
+                                "not a str")
+            out[k] = _strict(v, parts + (k,), notes)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [_strict(v, parts + (i,), notes) for i, v in enumerate(obj)]
+    item = getattr(obj, "item", None)  # numpy / torch scalars
+    if callable(item) and (getattr(obj, "ndim", None) == 0 or type(obj).__module__ == "numpy"):
+        try:
+            return _strict(item(), parts, notes)
+        except (TypeError, ValueError):
+            pass
+    raise TypeError(f"write_json: {type(obj).__name__} at {_pointer(parts) or '/'} is not a JSON value")
+
+
+def strict_json(obj: Any, indent: int | None = 1) -> str:
+    """``obj`` as strict JSON text (RFC 8259: no ``NaN``/``Infinity`` tokens). Each non-finite
+    number is written as ``null`` and noted under the top-level key ``"nonfinite"``:
+    ``{"/networks/tanh/loss/3": "NaN", ...}`` (JSON pointers), which :func:`load_json`
+    reads back, so a record round-trips exactly and strict parsers accept it.
+
+    Raises:
+        TypeError: for a value that is not JSON (naming where it is).
+        ValueError: for non-finite numbers in a top level that is not a dict, or a dict
+            that already has the key ``"nonfinite"``.
 
     Chapters: Part III, *Experiments*.
     """
-    text = json.dumps(obj, indent=1, default=float)
-    return atomic_write(path, lambda f: f.write(text.encode()))
+    notes: dict[str, str] = {}
+    plain = _strict(obj, (), notes)
+    if notes:
+        if not isinstance(plain, dict):
+            raise ValueError(f"write_json: non-finite numbers at {sorted(notes)} need a dict at the top "
+                             "level to note them")
+        if NONFINITE_KEY in plain:
+            raise ValueError(f"write_json: the record already has a key {NONFINITE_KEY!r}, where the "
+                             "non-finite numbers are noted")
+        plain[NONFINITE_KEY] = notes
+    return json.dumps(plain, indent=indent, allow_nan=False)
+
+
+def _restore_nonfinite(record: dict[str, Any], where: str) -> dict[str, Any]:
+    notes = record.pop(NONFINITE_KEY, None)
+    if notes is None:
+        return record
+    if not isinstance(notes, dict):
+        raise ValueError(f"{where}: {NONFINITE_KEY!r} must map JSON pointers to NaN/Infinity/-Infinity")
+    for pointer, text in notes.items():
+        if text not in _NONFINITE_TEXT or not isinstance(pointer, str) or not pointer.startswith("/"):
+            raise ValueError(f"{where}: bad {NONFINITE_KEY!r} entry {pointer!r}: {text!r}")
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer[1:].split("/")]
+        node: Any = record
+        try:
+            for p in parts[:-1]:
+                node = node[int(p)] if isinstance(node, list) else node[p]
+            last = int(parts[-1]) if isinstance(node, list) else parts[-1]
+            if node[last] is not None:
+                raise KeyError(pointer)
+            node[last] = _NONFINITE_TEXT[text]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise ValueError(f"{where}: {NONFINITE_KEY!r} names {pointer!r}, which is not a null of the "
+                             "record") from None
+    return record
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> Path:
+    """Write ``obj`` as indented strict JSON (:func:`strict_json`: NaN and ±inf become
+    ``null`` plus a note) to ``path`` atomically (:func:`eqlib.io.atomic_write`): a crash
+    leaves the old file or none, never half a file. Numpy/torch scalars are written as
+    numbers.
+
+    Nothing is lost when the target cannot take it (it is a folder, the folder turned
+    read-only, the disk is full): the JSON is then written to a new folder
+    ``eqlib-rescue-*`` beside the target's folder (else in the system's temporary folder),
+    and an ``OSError`` names both places.
+
+    Chapters: Part III, *Experiments*.
+    """
+    path = Path(path)
+    text = strict_json(obj)
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "the target is a folder", str(path))
+        return atomic_write(path, lambda f: f.write(text.encode()))
+    except OSError as exc:
+        rescued = _rescue(path, text.encode())
+        where = f"saved instead at {str(rescued)!r}" if rescued else "and could not be saved elsewhere either"
+        raise OSError(exc.errno, f"could not write {str(path)!r} ({exc.strerror or exc}); the JSON is {where}"
+                      ) from exc
+
+
+def _rescue(path: Path, data: bytes) -> Path | None:
+    """Write ``data`` to ``eqlib-rescue-*/<name>`` beside ``path``'s folder, else in the
+    system's temporary folder; the written path, or None."""
+    for parent in (path.parent.parent, None):
+        try:
+            folder = Path(tempfile.mkdtemp(prefix="eqlib-rescue-", dir=parent))
+            return atomic_write(folder / path.name, lambda f: f.write(data))
+        except OSError:
+            continue
+    return None
 
 
 def load_json(path: str | os.PathLike, required: Sequence[str] = ("settings",)) -> dict[str, Any]:
-    """Read a results JSON written by an experiment.
+    """Read a results JSON written by an experiment (the non-finite numbers that
+    :func:`write_json` noted are put back; older records with ``NaN`` tokens still load).
 
     Raises:
         FileNotFoundError: naming the path and how to make the file.
@@ -334,10 +504,111 @@ def load_json(path: str | os.PathLike, required: Sequence[str] = ("settings",)) 
     if not isinstance(record, dict):
         raise ValueError(f"{str(path)!r} is not a results JSON (top level is "
                          f"{type(record).__name__})")
+    record = _restore_nonfinite(record, repr(str(path)))
     missing = [k for k in required if k not in record]
     if missing:
         raise ValueError(f"{str(path)!r} lacks {missing}; was it written by this experiment?")
     return record
+
+
+# --------------------------------------------------------------------------- outputs
+
+def output_name(stem: str, budget: str, seed: int | None = None, suffix: str = ".json") -> str:
+    """The file name of an experiment's output: ``<stem>_<budget>_seed<seed><suffix>`` for a
+    single-seed run (so runs with different seeds never overwrite each other), and
+    ``<stem>_<budget><suffix>`` for outputs that are not one seed's (``seed=None``, e.g. a
+    record over several seeds).
+
+    Chapters: Part III, *Experiments*.
+    """
+    for name, value in (("stem", stem), ("budget", budget), ("suffix", suffix)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {value!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValueError(f"seed must be an integer >= 0 or None, got {seed!r}")
+    name = f"{stem}_{budget}" + ("" if seed is None else f"_seed{seed}") + suffix
+    if "/" in name or "\\" in name or name.startswith("."):
+        raise ValueError(f"output name {name!r} must be a plain file name")
+    return name
+
+
+def check_targets(out: str | os.PathLike, names: Iterable[str], argument: str = "--out") -> list[Path]:
+    """Check, before any work, that each of ``names`` can be written in folder ``out``: a
+    plain file name whose target is absent or a regular file (a folder, or a link to one,
+    there would fail only after all the work).
+
+    Raises:
+        ValueError: naming ``argument``, the target and what to do.
+
+    Chapters: Part III, *Experiments*.
+    """
+    out = Path(out)
+    targets = []
+    for name in names:
+        if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+            raise ValueError(f"{argument}: output name {name!r} must be a plain file name")
+        target = out / name
+        if target.is_dir() or (target.exists() and not target.is_file()):
+            raise ValueError(f"{argument}: the output {str(target)!r} exists and is not a regular file "
+                             "(a folder?); remove or rename it, or choose another --out")
+        targets.append(target)
+    return targets
+
+
+@contextlib.contextmanager
+def staged_outputs(out: str | os.PathLike, names: Iterable[str] = ()) -> Iterator[Path]:
+    """Write an experiment's outputs (figures, JSON) into a fresh temporary folder beside
+    ``out`` and move them into ``out`` at once when the block ends without an error.
+
+    ``names`` (the outputs known in advance) are checked first (:func:`check_targets`);
+    every file in the staging folder is checked again before any is moved, so a bad
+    target fails before anything lands in ``out``. If the block raises, or a move fails
+    (``out`` turned read-only, the disk filled), the staged files stay in the staging
+    folder and the error names it: nothing computed is lost. On success the staging
+    folder is removed.
+
+    Usage::
+
+        with protocol.staged_outputs(args.out, [json_name]) as stage:
+            fig.savefig(stage / "figure.png")
+            protocol.write_json(stage / json_name, results)
+
+    Chapters: Part III, *Experiments*.
+    """
+    out = writable_folder(out)
+    names = list(names)
+    check_targets(out, names)
+    stage = None
+    for parent in (out.parent, out):  # beside out; inside it if its parent is not writable
+        try:
+            stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=parent))
+            break
+        except OSError:
+            continue
+    if stage is None:
+        raise ValueError(f"--out {str(out)!r}: no temporary folder can be made beside or inside it")
+    try:
+        yield stage
+    except BaseException as exc:
+        if any(stage.iterdir()):
+            exc.add_note(f"the outputs written so far are kept in {str(stage)!r}")
+        else:
+            stage.rmdir()
+        raise
+    staged = sorted(p.name for p in stage.iterdir())
+    try:
+        check_targets(out, staged)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; the outputs are kept in {str(stage)!r}") from None
+    moved = []
+    try:
+        for name in staged:
+            os.replace(stage / name, out / name)
+            moved.append(name)
+    except OSError as exc:
+        raise OSError(exc.errno, f"could not move the outputs into {str(out)!r} ({exc.strerror or exc}); "
+                      f"moved {moved}, the rest are kept in {str(stage)!r}") from exc
+    stage.rmdir()
 
 
 def numbers_differ(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0,

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from ..validation import check_tensor
+
 __all__ = ["Layer", "Model"]
 
 
@@ -70,13 +72,30 @@ class Model(nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
+    def check_input(self, x: torch.Tensor) -> torch.Tensor:
+        """The model's input gate: ``x`` must be a floating-point tensor (TypeError; integer
+        images are normalised first, e.g. with :func:`eqlib.train.prepare_images`) holding
+        data (not ``meta``) on the parameters' device (ValueError naming both devices); a
+        float of another precision is cast to the parameters' dtype (float16 or float64
+        inputs give the model's own result, never a dtype-mismatch error)."""
+        check_tensor("x", x, dtype="float")
+        param = next(self.parameters(), None)
+        if param is not None:
+            if x.device != param.device:
+                check_tensor("x", x, device=param.device)
+            if x.dtype != param.dtype and param.is_floating_point():
+                x = x.to(param.dtype)
+        return x
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.check_input(x)
         for layer in self.layers:
             x = layer(x)
         return x
 
     def latents(self, x: torch.Tensor, upto: int | None = None) -> list[torch.Tensor]:
         """[f_{≤1}(x), f_{≤2}(x), …, f_{≤L}(x)] (stops after layer ``upto`` if given)."""
+        x = self.check_input(x)
         out = []
         for layer in self.layers[: upto if upto is not None else self.depth]:
             x = layer(x)

@@ -34,7 +34,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from ..actions import equivariance_residual, mirror, trivial
-from ..validation import check_float, check_int, check_tensor
+from ..validation import check_bool, check_float, check_int, check_tensor
 from .base import Layer, Model
 from .equivariant import GroupAverage
 
@@ -60,6 +60,8 @@ class ConvLayer(Layer):
 
     def __init__(self, in_channels: int, out_channels: int, size: int, batchnorm: bool = True, pool: bool = False):
         super().__init__()
+        check_bool("batchnorm", batchnorm)
+        check_bool("pool", pool)
         if pool and size % 2:
             raise ValueError(f"a 2×2 max-pool needs an even spatial size to commute with the mirror, got {size}")
         self.conv = nn.Conv2d(in_channels, out_channels, 3, padding=1)
@@ -143,6 +145,7 @@ class VGG(Model):
 
     def __init__(self, config: Sequence | str = "small", width: float = 1.0, num_classes: int = 10,
                  batchnorm: bool = True, in_channels: int = 3, image_size: int = 32, seed: int = 0):
+        check_bool("batchnorm", batchnorm)
         spec = _parse(config, width)
         num_classes, in_channels = check_int("num_classes", num_classes, 1), check_int("in_channels", in_channels, 1)
         image_size, seed = check_int("image_size", image_size, 1), check_int("seed", seed, 0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -95,7 +95,7 @@ class FlatModel(Model):
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_tensor("x", x, dtypes="float")
+        x = self.check_input(x)
         if x.dim() > 2:
             x = x.flatten(1)
         return super().forward(x)
@@ -129,8 +129,9 @@ class MLP(FlatModel):
 
     def __init__(self, widths: Sequence[int], activations: str | Sequence[str] = "tanh", bias: bool = True,
                  seed: int | None = 0, init_scale: float | Sequence[float] = 1.0):
-        if isinstance(widths, (str, bytes)) or not hasattr(widths, "__len__"):
-            raise TypeError(f"widths must be a list of layer widths [d_0, ..., d_L], got {show(widths)}")
+        if isinstance(widths, (str, bytes, set, frozenset, Mapping)) or not hasattr(widths, "__len__"):
+            raise TypeError(f"widths must be a list of layer widths [d_0, ..., d_L] (ordered: not a set), "
+                            f"got {show(widths)}")
         L = len(widths) - 1
         if L < 1:
             raise ValueError(f"widths must hold at least two widths (an MLP needs one layer), got {list(widths)}")

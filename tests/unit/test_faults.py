@@ -399,3 +399,31 @@ def test_corrupt_file_error_names_the_file(tmp_path):
     _damage(path, "bit-flip")
     with pytest.raises(CorruptFileError, match=str(path)):
         eio.load_torch(path)
+
+
+# -- issue 21, item 11: image folders hold regular files of bounded size --------------------------
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
+def test_a_png_that_is_not_a_regular_file_is_refused_fast(tmp_path, kind):
+    """A .png symlinked to /dev/zero exhausted memory; a FIFO hung the loader."""
+    write_folder(tmp_path / "d")
+    bad = tmp_path / "d" / "test" / CLASSES[2] / "1.png"
+    bad.unlink()
+    if kind == "dev-zero":
+        bad.symlink_to("/dev/zero")
+    else:
+        os.mkfifo(bad)
+    t0 = time.perf_counter()
+    with pytest.raises(CorruptDataError, match="not a regular file"):
+        load_cifar10("test", root=tmp_path / "d", cache=False)
+    assert time.perf_counter() - t0 < 30
+
+
+def test_a_planted_huge_data_cache_is_rebuilt_not_loaded(tmp_path):
+    expected = write_folder(tmp_path / "d")
+    load_cifar10("test", root=tmp_path / "d")
+    (cache,) = (tmp_path / "cache" / "data").glob("*.u8")
+    with open(cache, "r+b") as f:  # a sparse 1 GB file: no disk used, but no split is that big
+        f.truncate(1 << 30)
+    with pytest.warns(UserWarning, match="corrupt"):
+        ds = load_cifar10("test", root=tmp_path / "d")
+    np.testing.assert_array_equal(ds.images.numpy(), expected["test"])

@@ -167,3 +167,13 @@ def test_cache_dir_cleans_its_folder_once(tmp_path, monkeypatch):
     orphan = _fake_orphan(tmp_path / "models", "x.ckpt", 2**22 + 12345)  # no such process
     eio.cache_dir("models")
     assert not orphan.exists()
+
+
+def test_a_live_writers_old_temporary_is_never_removed(tmp_path):
+    """Issue 21, item 12: with a skewed clock (or a slow write) a live writer's temporary file
+    older than an hour was deleted under it by another process."""
+    live = _fake_orphan(tmp_path, "m.pt", os.getpid())
+    t = time.time() - 5 * 3600
+    os.utime(live, (t, t))
+    assert eio.clean_stale_temporaries(tmp_path) == []
+    assert live.exists()

@@ -170,3 +170,64 @@ def test_attention_spec_permutes_heads_like_the_attention_symmetry(network):
         torch.testing.assert_close(v, ref.state_dict()[k])
     x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(moved(x), model(x), atol=1e-5, rtol=1e-5)
+
+
+# -- issue 21, item 6: matching validates its inputs (each case gave wrong data before) ------------
+@pytest.mark.parametrize("p", [[0, 0, 1], [1, 2, 3], [-1, 0, 1], torch.tensor([[0, 1]])],
+                         ids=["repeat", "out-of-range", "negative", "2-d"])
+def test_invert_permutation_refuses_non_permutations(p):
+    """invert_permutation([0, 0, 1]) returned uninitialised memory."""
+    with pytest.raises(ValueError, match="p must"):
+        invert_permutation(p)
+    with pytest.raises(ValueError, match="p must"):
+        involution_distance(p)
+
+
+@pytest.mark.parametrize("p", [torch.tensor([0.0, 1.0]), "01", {0, 1}, 3], ids=["float", "str", "set", "int"])
+def test_invert_permutation_refuses_non_integer_sequences(p):
+    with pytest.raises(TypeError, match="p must"):
+        invert_permutation(p)
+
+
+def test_invert_permutation_takes_lists_and_any_integer_dtype():
+    for p in ([2, 0, 1], torch.tensor([2, 0, 1], dtype=torch.int32), torch.tensor([2, 0, 1], dtype=torch.uint8)):
+        assert invert_permutation(p).tolist() == [1, 2, 0]
+    assert invert_permutation([]).tolist() == []
+
+
+@pytest.mark.parametrize("kw, error, match", [
+    (dict(alpha=float("nan")), ValueError, "alpha"), (dict(alpha=5.0), ValueError, "alpha"),
+    (dict(alpha=-0.1), ValueError, "alpha"), (dict(alpha="0.5"), TypeError, "alpha"),
+    (dict(eps=-1.0), ValueError, "eps"), (dict(eps=0.0), ValueError, "eps"), (dict(eps=float("nan")), ValueError, "eps"),
+    (dict(batch_size=0), ValueError, "batch_size")], ids=lambda v: str(v) if not isinstance(v, dict) else None)
+def test_repair_refuses_bad_settings(kw, error, match):
+    """repair(alpha=nan / 5, eps=-1) gave NaN or extrapolated networks silently."""
+    a, b = _net(0), _net(1)
+    with pytest.raises(error, match=match):
+        repair(interpolate(a, b, 0.5), a, b, _images(16), **kw)
+
+
+def test_matching_refuses_nan_weights_nan_images_and_no_images():
+    a, b = _net(0), _net(1)
+    merged = interpolate(a, b, 0.5)
+    bad = _net(2)
+    with torch.no_grad():
+        bad.layers[0].conv.weight[0, 0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="must be finite"):
+        repair(merged, bad, b, _images(16))
+    with pytest.raises(ValueError, match="must be finite"):
+        interpolate(a, bad, 0.5)
+    with pytest.raises(ValueError, match="must be finite"):
+        reset_bn(bad, _images(16))
+    x = _images(16)
+    x[3, 0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="images must be finite"):
+        reset_bn(merged, x)
+    with pytest.raises(ValueError, match="images must be finite"):
+        repair(merged, a, b, x)
+    with pytest.raises(ValueError, match="at least one image"):
+        reset_bn(merged, _images(16)[:0])
+    with pytest.raises(ValueError, match="at least one image"):
+        repair(merged, a, b, _images(16)[:0])
+    with pytest.raises(ValueError, match="alpha"):
+        interpolate(a, b, float("nan"))

@@ -1,0 +1,181 @@
+"""One tensor gate (issue 21, item 5): ``validation.check_tensor`` and its use at the entry
+points of models, actions and the trainer. Each case failed on the code before: obscure
+errors on meta tensors and float16 inputs, integer inputs truncated by matrix actions,
+images with ``requires_grad`` crashing ``train``, int32 labels crashing cross_entropy,
+0..255 float images normalised as if in [0, 1], labels the model cannot output."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eqlib import groups
+from eqlib.actions import MatrixAction
+from eqlib.models import MLP
+from eqlib.train import TrainConfig, evaluate_accuracy, prepare_images, train
+from eqlib.validation import check_tensor
+
+FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+INTS = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("EQLIB_CACHE", str(tmp_path / "cache"))
+
+
+# -- the gate itself ------------------------------------------------------------------------------
+def test_check_tensor_messages():
+    x = torch.zeros(2, 3)
+    assert check_tensor("x", x, dtype="float", ndim=2, finite=True, range=(0, 1), device="cpu") is x
+    with pytest.raises(TypeError, match="x must be a torch.Tensor, got list"):
+        check_tensor("x", [1.0])
+    with pytest.raises(TypeError, match="x must be an integer tensor, got torch.float32"):
+        check_tensor("x", x, dtype="integer")
+    with pytest.raises(TypeError, match="must have dtype torch.int64, got torch.float32"):
+        check_tensor("x", x, dtype=torch.int64)
+    with pytest.raises(TypeError, match="real"):
+        check_tensor("x", torch.zeros(2, dtype=torch.bool), dtype="real")
+    with pytest.raises(ValueError, match="x is a meta tensor"):
+        check_tensor("x", torch.zeros(2, device="meta"))
+    assert check_tensor("x", torch.zeros(2, device="meta"), meta=True).is_meta
+    with pytest.raises(ValueError, match=r"x is on cpu but must be on cuda:0; move it with x.to\('cuda:0'\)"):
+        check_tensor("x", x, device="cuda:0")
+    with pytest.raises(ValueError, match=r"x must lie in \[0, 1\], got values in \[0, 255\]"):
+        check_tensor("x", torch.tensor([0.0, 255.0]), range=(0, 1))
+    with pytest.raises(ValueError, match="must be finite"):
+        check_tensor("x", torch.tensor([0.0, math.nan]), range=(0, 1))
+    with pytest.raises(ValueError, match="2 dimensions"):
+        check_tensor("x", torch.zeros(3), ndim=2)
+
+
+# -- models ---------------------------------------------------------------------------------------
+def test_models_refuse_meta_tensors_clearly():
+    with pytest.raises(ValueError, match="x is a meta tensor"):
+        MLP([4, 3, 2], seed=0)(torch.zeros(2, 4, device="meta"))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_models_take_any_float_precision(dtype):
+    """float16 / bfloat16 / float64 inputs gave a dtype-mismatch RuntimeError in F.linear."""
+    net = MLP([4, 3, 2], seed=0)
+    x = torch.rand(5, 4)
+    out = net(x.to(dtype))
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, net(x.to(dtype).float()))
+
+
+@pytest.mark.parametrize("dtype", INTS + [torch.bool])
+def test_models_refuse_integer_inputs_with_a_type_error(dtype):
+    with pytest.raises(TypeError, match="x must be a floating-point tensor"):
+        MLP([4, 3, 2], seed=0)(torch.zeros(2, 4, dtype=dtype))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 5), transpose=st.booleans(), step=st.integers(1, 3), grad=st.booleans(),
+       dtype=st.sampled_from(FLOATS))
+def test_models_give_the_same_result_for_any_layout(n, transpose, step, grad, dtype):
+    """Batch of 1, non-contiguous views, requires_grad, other precisions: the same numbers."""
+    net = MLP([4, 3, 2], seed=0).double()
+    base = torch.rand(n, 4, dtype=torch.float64)
+    x = base.t().contiguous().t() if transpose else base
+    big = torch.zeros(n * step, 4, dtype=torch.float64)
+    big[::step] = x
+    x = big[::step].to(dtype).requires_grad_(grad)
+    out = net(x)
+    torch.testing.assert_close(out, net(x.detach().to(torch.float64)).to(out.dtype))
+
+
+# -- actions --------------------------------------------------------------------------------------
+def _rotations():
+    c, s = math.cos(2 * math.pi / 3), math.sin(2 * math.pi / 3)
+    r = torch.tensor([[c, -s], [s, c]])
+    return MatrixAction(groups.cyclic(3), torch.stack([torch.eye(2), r, r @ r]))
+
+
+@pytest.mark.parametrize("dtype", INTS[1:] + [torch.bool])
+def test_matrix_actions_never_truncate_integer_inputs(dtype):
+    """A 120° rotation of the integer vector [2, 0] gave [0, 0]."""
+    rho = _rotations()
+    g = rho.group.elements[1]
+    x = torch.tensor([1, 0], dtype=dtype) if dtype == torch.bool else torch.tensor([2, 0], dtype=dtype)
+    want = rho.act(g, x.float())
+    got = rho.act(g, x)
+    assert got.is_floating_point()
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(rho.act_transpose(g, x), rho.act_transpose(g, x.float()))
+    assert not torch.equal(got, torch.zeros(2))
+
+
+def test_actions_refuse_meta_tensors_clearly():
+    rho = _rotations()
+    with pytest.raises(ValueError, match="meta tensor"):
+        rho.act(rho.group.elements[1], torch.zeros(2, device="meta"))
+
+
+# -- the trainer ----------------------------------------------------------------------------------
+def _data(n=32):
+    g = torch.Generator().manual_seed(0)
+    return (torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8, generator=g),
+            torch.randint(0, 3, (n,), generator=g))
+
+
+def _clf():
+    return MLP([3072, 8, 3], activations="tanh", seed=0)
+
+
+CFG = TrainConfig(task="classify", epochs=1, batch_size=16)
+
+
+def test_train_detaches_images_that_require_grad():
+    """Float images with requires_grad crashed with 'backward through the graph a second time'."""
+    images, labels = _data()
+    x = (images.float() / 255).requires_grad_()
+    a = train(_clf(), x, labels, CFG, device="cpu", progress=False)
+    b = train(_clf(), x.detach(), labels, CFG, device="cpu", progress=False)
+    assert all(torch.equal(p, q) for p, q in zip(a.model.parameters(), b.model.parameters()))
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.uint8, torch.int8])
+def test_train_takes_any_integer_label_dtype(dtype):
+    """int32 labels passed the check and crashed in cross_entropy."""
+    images, labels = _data()
+    a = train(_clf(), images, labels.to(dtype), CFG, device="cpu", progress=False,
+              eval_data=(images[:8], labels[:8].to(dtype)))
+    b = train(_clf(), images, labels, CFG, device="cpu", progress=False, eval_data=(images[:8], labels[:8]))
+    assert a.history["loss"] == b.history["loss"]
+
+
+def test_prepare_images_refuses_0_to_255_floats():
+    """0..255 float images were normalised as if in [0, 1]."""
+    images, _ = _data(4)
+    with pytest.raises(ValueError, match=r"float images must lie in \[0, 1\].*divide by 255"):
+        prepare_images(images.float())
+    torch.testing.assert_close(prepare_images(images.float() / 255), prepare_images(images))
+    with pytest.raises(TypeError, match="uint8"):
+        prepare_images(images.to(torch.int32))
+
+
+def test_evaluate_accuracy_refuses_labels_the_model_cannot_output():
+    images, labels = _data(8)
+    with pytest.raises(ValueError, match="below the model's"):
+        evaluate_accuracy(_clf(), images, labels + 5)
+    assert 0.0 <= evaluate_accuracy(_clf(), images, labels.to(torch.int32)) <= 1.0
+
+
+def test_finite_divergence_is_noticed():
+    """A loss of 6e30 went unnoticed (only NaN/inf stopped training)."""
+    images, labels = _data()
+    net = _clf()
+    with torch.no_grad():
+        net.layers[-1].weight.mul_(1e30)
+    with pytest.raises(FloatingPointError, match="diverged"):
+        train(net, images, labels, CFG.replace(lr=1e-30), device="cpu", progress=False)
+
+
+def test_train_config_refuses_seeds_beyond_64_bits():
+    with pytest.raises(ValueError, match="TrainConfig.seed"):
+        TrainConfig(seed=2**64)
