@@ -15,6 +15,7 @@ instructor's check cells (points by grade_id).
 | saboteur | right answers to ex1 and ex3, wrong elsewhere; rewrites alice's and everyone's collected notebooks | ex1 + ex3 |
 | habits | right answers + harmless habits (``%matplotlib inline``, ``plt.rcParams``, a variable named ``sum``, ``os.makedirs``, files, ``!echo``, warnings and stderr, ...), renamed ``Copy of …`` | all of chapter 2, unflagged |
 | exits | right answers, ``os._exit(1)`` in the last exercise | all but ch02-ex5, flagged |
+| (tamper) | its patches may kill its own Python: then it is flagged as well | 0 |
 | blank | the released notebook unchanged (graded after the poisoners) | 0 |
 """
 from __future__ import annotations
@@ -295,7 +296,8 @@ def test_front_end_scores(guide, student):
 
 def test_flags_only_where_a_teacher_should_look(guide):
     flagged = {s for s, r in guide["scores"].items() if r["flags"]}
-    assert flagged == {"exits"}, {s: guide["scores"][s]["flags"] for s in flagged}
+    # a cheater whose patches break its own Python is flagged too (and still scores 0)
+    assert "exits" in flagged and flagged <= {"exits", "tamper"}, {s: guide["scores"][s]["flags"] for s in flagged}
     assert "stopped the Python process" in guide["scores"]["exits"]["flags"][0]["reason"]
     assert "Copy of" in guide["scores"]["habits"]["note"] and "renamed" in guide["scores"]["habits"]["note"]
 
