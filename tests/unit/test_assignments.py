@@ -1,125 +1,221 @@
-"""The teacher's front end without running kernels: tampering scan, fresh checkers, arguments.
+"""The pieces of isolated grading, without nbgrader: plain-data answers, check plans, the
+sandbox, renamed notebooks, arguments (book/teaching).
 
-The real nbgrader round trip (release, autograde of simulated students) is in
-test_nbgrader.py; that no solution survives any chapter's release is in
-tests/book/test_exercises_roundtrip.py.
+The end-to-end runs (the teacher's guide, cheating and honest students, real
+``nbgrader autograde``) are in test_nbgrader.py; that no solution survives any chapter's
+release is in tests/book/test_exercises_roundtrip.py.
 """
 from __future__ import annotations
 
-import re
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
+import torch
 
+from eqlib import actions, groups
+from eqlib.assignments import codec, match_notebooks, plan, runner, sandbox
 from eqlib import assignments
-from eqlib.exercises import ExerciseError, fresh
+from eqlib.models import MLP
 
 BOOK = Path(__file__).resolve().parents[2] / "book"
 CHAPTERS = sorted(p for p in BOOK.rglob("[0-9][0-9]_*.ipynb") if "_build" not in p.parts)
+CH02 = BOOK / "part1" / "02_groups_and_actions.ipynb"
 
 
-def _nbg(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
+def _roundtrip(value, template=None, groups_=()):
+    tree, arrays = codec.encode(value)
+    return codec.decode(tree, arrays, template, groups_)
 
 
-def _names(chapter: Path):
-    nb = nbformat.read(chapter, as_version=4)
-    return assignments._protected_names(nb), assignments._imported_names(nb)
+# ---------------------------------------------------------------------------------------- codec
 
+def test_plain_values_roundtrip():
+    value = {"a": [1, 2.5, True, None, "x", float("nan"), 3 + 4j], (1, 2): (torch.arange(6).reshape(2, 3),
+             np.eye(2), np.float32(1.5)), 0.1: 2 ** 80}
+    back = _roundtrip(value)
+    assert back["a"][:5] == [1, 2.5, True, None, "x"] and np.isnan(back["a"][5]) and back["a"][6] == 3 + 4j
+    t, e, s = back[(1, 2)]
+    assert type(t) is torch.Tensor and torch.equal(t, torch.arange(6).reshape(2, 3))
+    assert type(e) is np.ndarray and np.array_equal(e, np.eye(2)) and s == np.float32(1.5)
+    assert back[0.1] == 2 ** 80
+
+
+def test_course_objects_roundtrip():
+    D4 = groups.dihedral(4)
+    corners = actions.permutation(D4, {g: list(range(4)) for g in D4})
+    rho = actions.from_matrices(D4, {D4["r"]: [[0.0, -1.0], [1.0, 0.0]], D4["s"]: [[-1.0, 0.0], [0.0, 1.0]]})
+    net = MLP([2, 3, 1], "tanh", seed=1)
+    back_corners, back_rho, back_g, back_net = _roundtrip([corners, rho, D4["r"], net], groups_=[D4])
+    assert back_corners.group is D4 and type(back_corners) is actions.PermutationAction
+    assert all(torch.equal(back_rho.matrix(g), rho.matrix(g)) for g in D4)
+    assert back_g == D4["r"]
+    x = torch.randn(5, 2)
+    assert type(back_net) is MLP and torch.equal(back_net(x), net(x))
+
+
+class LyingInt(int):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+class AlwaysClose(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.allclose, torch.equal):
+            return True
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+@pytest.mark.parametrize("value", [LyingInt(3), torch.zeros(2).as_subclass(AlwaysClose), [1, LyingInt(2)],
+                                   object(), lambda x: x, np.array(["a"]), np.array([object()]),
+                                   {"k": torch.zeros(1).as_subclass(AlwaysClose)}],
+                         ids=["int", "tensor", "nested", "object", "function", "str-array", "object-array",
+                              "dict"])
+def test_lying_and_foreign_objects_are_refused(value):
+    with pytest.raises(codec.Refused):
+        codec.encode(value)
+
+
+def test_a_subclass_of_a_course_class_is_refused():
+    D4 = groups.dihedral(4)
+    base = type(actions.permutation(D4, {g: list(range(4)) for g in D4}))
+
+    class Fake(base):
+        def matrix(self, g):
+            return torch.eye(4)
+
+    with pytest.raises(codec.Refused):
+        codec.encode(Fake(D4, [[0, 1, 2, 3]] * D4.order))
+
+
+def test_answer_files_are_read_strictly(tmp_path):
+    codec.dump([1, torch.ones(2)], tmp_path, "a")
+    doc, arrays = codec.read_doc(tmp_path, "a")
+    assert doc["ok"] and torch.equal(codec.decode(doc["value"], arrays)[1], torch.ones(2))
+    np.save(tmp_path / "evil.npy", np.array([object()]), allow_pickle=True)
+    (tmp_path / "b.json").write_text('{"ok": true, "value": {"t": "tensor", "a": "a0"}}')
+    (tmp_path / "b.npz").write_bytes((tmp_path / "evil.npy").read_bytes())
+    doc, arrays = codec.read_doc(tmp_path, "b")
+    assert doc["ok"] is False and "unreadable" in doc["error"]  # no pickle, ever
+    (tmp_path / "c.json").symlink_to(tmp_path / "a.json")
+    assert codec.read_doc(tmp_path, "c") == (None, {})  # never through a link
+    with pytest.raises(codec.Refused):
+        codec.decode({"t": "module", "class": "os.system", "state": []}, {})
+
+
+# ---------------------------------------------------------------------------------------- plans
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_honest_code_is_not_flagged(chapter):
-    """The instructor's solutions and every other cell of the chapter pass the scan."""
-    protected, modules = _names(chapter)
-    for cell in nbformat.read(chapter, as_version=4).cells:
-        # the Colab set-up cell is the instructor's and is trusted when unchanged
-        if cell.get("id") == "eqlib-setup":
-            continue
-        if cell.cell_type == "code" and not _nbg(cell).get("grade"):
-            source = re.sub(r"(?m)^\s*### (BEGIN|END) SOLUTION\s*\n?", "", cell.source)
-            assert assignments.scan(source, protected, modules) == [], (chapter.name, cell.source)
+def test_every_check_has_calls_and_answers(chapter):
+    """Each check cell names a checker, and at least one argument is the student's."""
+    for check in plan.checks(plan.read(chapter)):
+        assert check.calls, check.grade_id
+        for call in check.calls:
+            assert call.answer_args, (check.grade_id, call.function)
+            assert hasattr(runner.load_checkers(call.chapter), call.function)
 
 
-CH02 = BOOK / "part1" / "02_groups_and_actions.ipynb"
-CHEATS = {  # the issue's cheats, and variants of them
-    "import eqlib.exercises.ch02 as m\nm.check_corner_representation = lambda r: None": "m.check_corner",
-    "from eqlib.exercises import ch02\nch02.check_d4_equivariant_map = print": "ch02.check_d4",
-    "import types\nch02 = types.SimpleNamespace()": "rebinds 'ch02'",
-    "def check_corner_representation(rho):\n    pass": "redefines",
-    "from mymodule import ch02": "imports over 'ch02'",
-    "import sys\nsys.modules['eqlib.exercises.ch02'] = None": "sys",
-    "get_ipython().set_custom_exc((Exception,), lambda *a, **k: None)": "set_custom_exc",
-    "ip = get_ipython()\nip.custom_exceptions = (Exception,)": "custom_exceptions",
-    "import builtins\nbuiltins.print = len": "builtins",
-    "__builtins__.AssertionError = KeyError": "__builtins__",
-    "open('/x/eqlib/exercises/__init__.py', 'a').write('pass')": "opens a file for writing",
-    "from pathlib import Path\nPath('eqlib/exercises/ch02.py').write_text('')": "write_text",
-    "setattr(__import__('eqlib.exercises.ch02'), 'x', 1)": "setattr",
-    "exec('ch02.check_corner_representation = print')": "exec",
-    "globals()['ch02'] = None": "globals",
-    "import importlib\nimportlib.reload(ch02)": "importlib",
-    "!echo pass >> eqlib/exercises/__init__.py": "system",
-    "%%writefile eqlib/exercises/ch02.py\npass": "run_cell_magic",
-    "import os\nos.remove('eqlib/exercises/ch02.py')": "os.remove",
-    "import shutil\nshutil.copy('a', 'eqlib/exercises/ch02.py')": "shutil",
-    "torch.allclose = lambda *a, **k: True": "torch.allclose",
-    "actions.check_equivariance = lambda *a, **k: {}": "actions.check_equivariance",
-}
+def test_context_comes_from_the_chapter_and_answers_from_the_student():
+    ch06 = next(p for p in CHAPTERS if p.name.startswith("06"))
+    calls = {c.grade_id: c.calls[0] for c in plan.checks(plan.read(ch06))}
+    ex1 = calls["ch06-ex1-check"]
+    assert [ex1.expr(k) for k in ex1.answer_args] == ["perm_ex1", "signs_ex1"]  # ex_net, swap, m: given
+    ex4 = calls["ch06-ex4-check"]
+    assert [ex4.expr(k) for k in ex4.answer_args] == ["cloned", "k1_clone"]
 
 
-@pytest.mark.parametrize("code", list(CHEATS), ids=range(len(CHEATS)))
-def test_cheats_are_flagged_with_a_reason(code):
-    reasons = assignments.scan(code, *_names(CH02))
-    assert any(CHEATS[code] in r for r in reasons), reasons
-    assert all(re.match(r"line \d+: ", r) for r in reasons)
+def test_taint_follows_data_and_in_place_changes():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("given = 1\nnet = make()"),
+        nbformat.v4.new_code_cell("x0 = given\n### BEGIN SOLUTION\nans = 2\nnet.weight.copy_(w)\n"
+                                  "### END SOLUTION\nderived = ans + 1"),
+        nbformat.v4.new_code_cell("from eqlib.exercises.ch02 import check_b3_involutions\n"
+                                  "check_b3_involutions(ans, derived, given, x0, net)")])
+    nb.cells[1].metadata["nbgrader"] = {"solution": True, "grade_id": "q-answer"}
+    nb.cells[2].metadata["nbgrader"] = {"grade": True, "locked": True, "points": 1, "grade_id": "q-check"}
+    [check] = plan.checks(nb)
+    call = check.calls[0]
+    assert [call.expr(k) for k in call.answer_args] == ["ans", "derived", "net"]
 
 
-def test_scan_flags_only_changed_cells(tmp_path):
-    """Cells equal to the release are trusted; the flag names the cell and its grade_id."""
-    nb = nbformat.read(CH02, as_version=4)
-    answer = next(i for i, c in enumerate(nb.cells) if _nbg(c).get("grade_id") == "ch02-ex2-answer")
-    nb.cells[answer].source = "import sys\nsys.modules.clear()"
-    nbformat.write(nb, tmp_path / "sub.ipynb")
-    [flag, *_] = assignments._scan_submission(tmp_path / "sub.ipynb", CH02, CH02)
-    assert (flag.cell, flag.grade_id) == (answer, "ch02-ex2-answer") and "sys" in flag.reason
-    assert assignments._scan_submission(CH02, CH02, CH02) == []
+def test_student_program_restores_locked_cells_and_records_checks():
+    source = plan.read(CH02)
+    student = plan.read(CH02)
+    checks = plan.checks(source)
+    first_check = next(c for c in student.cells if plan.is_check(c))
+    first_check.source = "pass  # the student's edit"
+    del student.cells[[i for i, c in enumerate(student.cells) if plan.is_check(c)][-1]]
+    steps = plan.student_program(student, source, checks)
+    records = [s["record"] for s in steps if "record" in s]
+    assert sorted(records) == sorted(c.grade_id for c in checks)
+    assert steps[-1]["cell"] is None  # the deleted check is recorded at the end
+    assert not any("the student's edit" in s.get("code", "") for s in steps)
 
 
-def test_fresh_checkers_ignore_patched_modules(monkeypatch):
-    import eqlib.exercises.ch02 as ch02
+# ---------------------------------------------------------------------------------------- sandbox
 
-    monkeypatch.setattr(ch02, "check_corner_representation", lambda rho: None)
-    monkeypatch.setitem(sys.modules, "eqlib.exercises.ch02", None)
-    monkeypatch.setattr("eqlib.exercises.require", lambda condition, message: None)
-    with pytest.raises(ExerciseError, match="rho is None"):
-        fresh("ch02").check_corner_representation(None)
+@pytest.mark.skipif(sandbox.method() == "none", reason="no bubblewrap and no user namespaces here")
+@pytest.mark.parametrize("how", ["bwrap", "unshare"])
+def test_sandbox_hides_forbids_and_limits(how, tmp_path):
+    if how == "bwrap" and not sandbox._works(["bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"]):
+        pytest.skip("bubblewrap missing")
+    secret = tmp_path / "course"
+    secret.mkdir()
+    (secret / "gradebook.db").write_text("grades")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    package = Path(sandbox.__file__).resolve().parents[1] / "exercises" / "__init__.py"
+    probe = f"""
+import os, socket, pathlib
+out = []
+out.append(os.path.exists({str(secret / 'gradebook.db')!r}))
+for target in [{str(package)!r}, {str(secret / 'x')!r}, "/root/x"]:
+    try:
+        open(target, "a").write("x")
+        out.append("wrote " + target)
+    except OSError:
+        out.append("denied")
+try:
+    socket.create_connection(("1.1.1.1", 80), timeout=2)
+    out.append("network")
+except OSError:
+    out.append("no network")
+pathlib.Path("result.txt").write_text(repr(out))
+"""
+    result = sandbox.run(scratch, [sys.executable, "-c", probe], [secret], sandbox.Limits(wall_s=60), how)
+    assert result.returncode == 0, result.stderr
+    assert eval((scratch / "result.txt").read_text()) == [False, "denied", "denied", "denied", "no network"]
+    assert sorted(p.name for p in secret.iterdir()) == ["gradebook.db"]
+    slow = sandbox.run(scratch, [sys.executable, "-c", "while True: pass"], [], sandbox.Limits(wall_s=3), how)
+    assert slow.timed_out
 
 
-def test_fresh_checkers_are_silent_and_return_none(capsys):
-    import torch
+# ---------------------------------------------------------------------------------------- front end
 
-    from eqlib.exercises import ch06
-    from eqlib.groups import dihedral
-    from eqlib.actions import image_dihedral
-    from eqlib.models import MLP
-
-    G, rho = dihedral(4), image_dihedral((1, 2, 2))
-    net = MLP([4, 6, 2], "tanh", seed=0)
-    answer = net.layers[0].weight.detach() @ rho.matrix(G["r"])
-    assert fresh("ch06").check_transported_weight(net, rho, G["r"], answer) is None
-    assert capsys.readouterr().out == ""
-    assert ch06.check_transported_weight(net, rho, G["r"], answer) is None
-    assert capsys.readouterr().out.startswith("Correct")
-    with pytest.raises(AssertionError):
-        fresh("ch06").check_transported_weight(net, rho, G["r"], torch.zeros_like(answer))
-
-
-@pytest.mark.parametrize("bad", ["ch2", "../ch02", "ch99", 2])
-def test_fresh_rejects_bad_chapters(bad):
-    with pytest.raises(ValueError, match="ch"):
-        fresh(bad)
+def test_renamed_notebooks_are_matched(tmp_path):
+    released = {CH02.name: CH02}
+    for name in ("Copy of " + CH02.name, CH02.stem + "-Copy1.ipynb", CH02.stem + " (1).ipynb", "mine.ipynb"):
+        folder = tmp_path / name.replace(" ", "_")
+        folder.mkdir()
+        (folder / name).write_bytes(CH02.read_bytes())
+        found, notes = match_notebooks(folder, released)
+        assert found == {CH02.name: folder / name} and "renamed" in notes[0], (name, notes)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "other.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
+    found, notes = match_notebooks(empty, released)
+    assert found == {} and any("no notebook for" in n for n in notes)
+    assert any("matches no released notebook" in n for n in notes)
 
 
 def test_setup_rejects_bad_arguments(tmp_path):
@@ -131,18 +227,24 @@ def test_setup_rejects_bad_arguments(tmp_path):
         assignments.setup(tmp_path / "c", ["02"], assignment="a b")
 
 
-def test_setup_writes_an_nbgrader_course(tmp_path):
+def test_setup_writes_an_isolated_nbgrader_course(tmp_path):
     [copied] = assignments.setup(tmp_path / "c", ["2"])
     assert copied == tmp_path / "c" / "source" / "exercises" / CH02.name
     assert copied.read_bytes() == CH02.read_bytes()
     config = (tmp_path / "c" / "nbgrader_config.py").read_text()
-    assert "GuardedExecute" in config and "notebook_timeout" in config
+    assert "SandboxedExecute" in config and "notebook_timeout" in config
+    from traitlets.config import Config
+
+    c = Config()
+    exec(compile(config, "nbgrader_config.py", "exec"), {"get_config": lambda: c})
+    names = [p.__name__ for p in c.Autograde.autograde_preprocessors]
+    assert "SandboxedExecute" in names and "Execute" not in names and "SaveAutoGrades" in names
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"timeout": 0}, "timeout must be a positive"), ({"timeout": -1}, "timeout must be a positive"),
-    ({"notebook_timeout": 0}, "notebook_timeout must be a positive")])
-def test_grade_rejects_non_positive_limits(tmp_path, kwargs, message):
+    ({"notebook_timeout": 0}, "notebook_timeout must be a positive"), ({"jobs": 0}, "jobs must be")])
+def test_grade_rejects_bad_limits(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
         assignments.grade(tmp_path, tmp_path, **kwargs)
 
@@ -152,19 +254,5 @@ def test_grade_needs_a_released_course(tmp_path):
         assignments.grade(tmp_path, tmp_path)
     with pytest.raises(ValueError, match="run `setup` first"):
         assignments.release(tmp_path)
-
-
-def test_installed_files_hash_sees_package_and_course_changes(tmp_path):
-    """Appending a no-op to an installed checker file (the issue's cheat) changes the hashes."""
-    package, course = tmp_path / "eqlib", tmp_path / "course"
-    (package / "exercises").mkdir(parents=True)
-    (package / "exercises" / "__init__.py").write_text("def require(c, m): ...\n")
-    (course / "source" / "exercises").mkdir(parents=True)
-    (course / "source" / "exercises" / "02_x.ipynb").write_text("{}")
-    before = assignments._installed_files(course, "exercises", package)
-    assert before == assignments._installed_files(course, "exercises", package)
-    with open(package / "exercises" / "__init__.py", "a") as f:
-        f.write("require = lambda c, m: None\n")
-    after = assignments._installed_files(course, "exercises", package)
-    assert [p for p in before if before[p] != after[p]] == [str(package / "exercises" / "__init__.py")]
-    assert str(assignments.PACKAGE / "exercises" / "ch02.py") in assignments._installed_files(course, "exercises")
+    with pytest.raises(ValueError, match="grade first"):
+        assignments.review(tmp_path, "alice")

@@ -1,29 +1,33 @@
-"""The teacher's round trip with real nbgrader on chapters 2 and 6 (README, *Teach with it*).
+"""Grading that a teacher can trust, end to end, with real nbgrader (book/teaching).
 
-The guide's commands, read from the README, run as written (``setup``, ``release``,
-``grade``; paths put in a temporary folder, short time limits added) on the book's
-chapters as they are, with simulated students built from the released notebooks by
-grade_id (so prose changes do not matter):
+The teacher's guide's commands (``book/teaching.md``, every ``bash`` block, paths put in a
+temporary folder) run as written on chapters 2 and 6, with students built from the
+released notebooks by grade_id. Then real ``nbgrader autograde`` (a separate process, the
+course's ``nbgrader_config.py``) grades the cheaters again. Expected scores come from the
+instructor's check cells (points by grade_id).
 
-Expected scores are computed from the instructor's check cells (points by grade_id), so
-they follow the chapters as exercises are added:
-
-| student | submission | awarded |
+| student | submission (chapter 2 only, except alice) | score |
 |---|---|---|
-| a_correct | the instructor's solutions | all points |
-| b_wrong | wrong answers | 0 |
-| c_tampered | wrong answers, check cells replaced by ``pass``, points set to 1000, a check cell deleted, checkers overwritten, ``set_custom_exc``, ``sys.modules`` and the name ``ch02`` shadowed | 0, flagged |
-| d_looping | correct, but ``while True: pass`` in ch02-ex1 (and a check cell deleted) | all but ch02-ex1 |
-| e_crash | correct, but ``raise SystemExit`` in ch02-ex2, ``os._exit(1)`` in ch06-ex2 | all but those two |
-| f_files | rewrites an installed course file | 0, flagged; grading stops |
-| g_after | correct (never graded: grading stopped) | - |
+| alice | the instructor's solutions, chapters 2 and 6 | all |
+| wrong | wrong answers | 0 |
+| tamper | wrong answers + every tampering cheat of issue #22 (gradebook writes with sqlite, a poisoned ``.pyc``, IPython input and AST transformers, a ``pre_run_cell`` hook printing an ``execute_result``, frame-walking to swap ``require``, ``print.__self__`` patches, patches only under ``NBGRADER_EXECUTION == 'autograde'``, ``set_custom_exc``) | 0 |
+| liar | an ``int`` whose ``==`` and ``!=`` both hold, a tensor subclass whose ``allclose`` holds, a function returning such a tensor, an action subclass | 0 |
+| saboteur | right answers to ex1 and ex3, wrong elsewhere; rewrites alice's and everyone's collected notebooks | ex1 + ex3 |
+| habits | right answers + harmless habits (``%matplotlib inline``, ``plt.rcParams``, a variable named ``sum``, ``os.makedirs``, files, ``!echo``, warnings and stderr, ...), renamed ``Copy of …`` | all of chapter 2, unflagged |
+| exits | right answers, ``os._exit(1)`` in the last exercise | all but ch02-ex5, flagged |
+| (tamper) | its patches may kill its own Python: then it is flagged as well | 0 |
+| blank | the released notebook unchanged (graded after the poisoners) | 0 |
 """
 from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import shlex
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -31,33 +35,143 @@ import nbformat
 import pytest
 
 from eqlib import assignments
+from eqlib.assignments import core
 
 REPO = Path(__file__).resolve().parents[2]
-CHAPTERS = ["02", "06"]
-TIMEOUT, NOTEBOOK_TIMEOUT = 30, 300  # seconds per cell / per notebook: short, for CI
+GUIDE = REPO / "book" / "teaching.md"
+CH02 = "02_groups_and_actions.ipynb"
+TIMEOUT, NOTEBOOK_TIMEOUT = "60", "400"
 
-WRONG = {  # answers that run but are wrong, by grade_id
+WRONG = {
     "ch02-ex1-answer": "corners = actions.permutation(D4, {g: [0, 1, 2, 3] for g in D4})",
     "ch02-ex2-answer": "def f(t):\n    return 2 * t",
     "ch02-ex3-answer": "orbit3, stab3 = torch.eye(3), torch.eye(3)[None]",
     "ch02-ex5-answer": "n_involutions = 20",
-    "ch06-ex1-answer": "ex_net = MLP([2, 3, 1], 'tanh', seed=0)\nperm_ex1, signs_ex1 = [0, 1, 2], [1, 1, 1]",
-    "ch06-ex2-answer": "def match_rows(A, B):\n    return torch.arange(len(A)), torch.ones(len(A))",
-    "ch06-ex4-answer": "cloned = small\nk1_clone = torch.eye(2)",
 }
-CHEATS = {  # prepended to the first answer cell of each notebook
-    "02": "import sys, types\nimport eqlib.exercises.ch02 as m\n"
-          "m.check_corner_representation = lambda *a, **k: None\n"
-          "m.check_d4_equivariant_map = lambda *a, **k: None\n"
-          "sys.modules['eqlib.exercises.ch02'] = m\n"
-          "ch02 = types.SimpleNamespace(check_d4_equivariant_map=lambda *a: None)\n"
-          "get_ipython().set_custom_exc((Exception,), lambda *a, **k: None)\n",
-    "06": "import sys, types\nfake = types.ModuleType('eqlib.exercises.ch06')\n"
-          "fake.check_transported_weight = fake.check_latent_action = lambda *a, **k: None\n"
-          "fake.check_row_matcher = fake.check_clone_lift = lambda *a, **k: None\n"
-          "sys.modules['eqlib.exercises.ch06'] = fake\n"
-          "get_ipython().set_custom_exc((Exception,), lambda *a, **k: None)\n",
+
+TAMPER = r'''
+import glob, os, sqlite3, sys, importlib.util, pathlib, py_compile
+COURSE, SUBS = {course!r}, {subs!r}
+try:  # 1. extra credit straight into the gradebook
+    for db in glob.glob(COURSE + "/gradebook.db") + glob.glob("../../../gradebook.db"):
+        con = sqlite3.connect(db)
+        con.execute("UPDATE grade SET extra_credit = 100")
+        con.commit()
+except Exception as exc:
+    print("sqlite:", exc)
+try:  # 2. a poisoned .pyc of the checkers (for me and for everyone graded later)
+    import eqlib.exercises.ch02 as mod
+    src = pathlib.Path(mod.__file__).read_text() + (
+        "\nfor _n in list(globals()):\n    if _n.startswith('check_'):\n"
+        "        globals()[_n] = lambda *a, **k: None\n")
+    pathlib.Path("poison.py").write_text(src)
+    py_compile.compile("poison.py", cfile=importlib.util.cache_from_source(mod.__file__))
+except Exception as exc:
+    print("pyc:", exc)
+ip = get_ipython()
+try:  # 3. input and AST transformers: every check becomes `pass`
+    ip.input_transformers_cleanup.append(
+        lambda lines: ["pass\n"] if any("check_" in l for l in lines) else lines)
+    import ast
+    class Blank(ast.NodeTransformer):
+        def visit_Call(self, node):
+            if "check_" in ast.unparse(node.func):
+                return ast.Constant(None)
+            return self.generic_visit(node)
+    ip.ast_transformers.append(Blank())
+except Exception as exc:
+    print("transformers:", exc)
+try:  # 4. a pre_run_cell hook that shows an execute_result of full points
+    ip.events.register("pre_run_cell", lambda *a: ip.displayhook(2))
+except Exception as exc:
+    print("hook:", exc)
+try:  # 5. frame-walking: swap the checkers' require everywhere it is visible
+    import eqlib.exercises as E
+    E.require = lambda c, m: None
+    E.fresh = lambda ch: type("M", (), {{"__getattr__": lambda s, n: (lambda *a, **k: None)}})()
+    for name, m in list(sys.modules.items()):
+        if name.startswith("eqlib.exercises.") and hasattr(m, "require"):
+            m.require = lambda c, m_: None
+    frame = sys._getframe()
+    while frame is not None:
+        if "require" in frame.f_globals:
+            frame.f_globals["require"] = lambda c, m: None
+        frame = frame.f_back
+except Exception as exc:
+    print("frames:", exc)
+try:  # 6. builtins through print.__self__
+    print.__self__.isinstance = lambda *a: True
+    print.__self__.max = lambda *a, **k: 0
+except Exception as exc:
+    print("builtins:", exc)
+if os.environ.get("NBGRADER_EXECUTION") == "autograde":  # 7. only while autograding
+    import torch
+    torch.allclose = lambda *a, **k: True
+    torch.equal = lambda *a, **k: True
+    for name, m in list(sys.modules.items()):
+        if name.startswith("eqlib.exercises.ch"):
+            for attr in dir(m):
+                if attr.startswith("check_"):
+                    setattr(m, attr, lambda *a, **k: None)
+try:  # 8. swallow every exception
+    ip.set_custom_exc((BaseException,), lambda *a, **k: None)
+except Exception as exc:
+    print("custom_exc:", exc)
+'''
+
+LIAR = {
+    "ch02-ex5-answer": "class Liar(int):\n    def __eq__(self, other):\n        return True\n"
+                       "    def __ne__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
+                       "n_involutions = Liar(0)",
+    "ch02-ex3-answer": "class T(torch.Tensor):\n    @classmethod\n"
+                       "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+                       "        if func in (torch.allclose, torch.equal):\n            return True\n"
+                       "        return super().__torch_function__(func, types, args, kwargs or {})\n"
+                       "orbit3, stab3 = torch.zeros(3, 3).as_subclass(T), torch.eye(3)[None].as_subclass(T)",
+    "ch02-ex2-answer": "def f(t):\n    return (2 * t).as_subclass(T)",
+    "ch02-ex1-answer": "class Fake(type(actions.permutation(D4, {g: [0, 1, 2, 3] for g in D4}))):\n"
+                       "    def matrix(self, g):\n        return torch.eye(4)\n"
+                       "corners = Fake(D4, [[0, 1, 2, 3]] * D4.order)",
 }
+
+SABOTAGE = r'''
+import glob
+for path in glob.glob({subs!r} + "/*/*.ipynb") + glob.glob({course!r} + "/submitted/*/*/*.ipynb") \
+        + glob.glob({course!r} + "/autograded/*/*/*.ipynb") + glob.glob({course!r} + "/source/*/*.ipynb"):
+    try:
+        open(path, "w").write("{{}}")
+    except OSError as exc:
+        print("sabotage:", exc)
+'''
+
+HABITS = r'''%matplotlib inline
+import os, sys, warnings, pathlib, shutil, inspect, subprocess, importlib, builtins
+import matplotlib.pyplot as plt
+import numpy as np
+plt.rcParams["figure.dpi"] = 80
+os.makedirs("my_outputs", exist_ok=True)
+pathlib.Path("my_outputs/notes.txt").write_text("scratch")
+with open("my_outputs/log.txt", "w") as fh:
+    fh.write("log")
+sum = 0  # a variable named sum
+for k in range(3):
+    sum += k
+del sum
+np.random.seed(0)
+torch.manual_seed(0)
+print(sys.version.split()[0], inspect.isfunction(print), len(globals()) > 0, vars() is not None)
+value = eval("1 + 1")
+exec("other = 2")
+warnings.warn("a harmless warning")
+print("a note on stderr", file=sys.stderr)
+shutil.rmtree("my_outputs")
+!echo shell commands work
+%time _ = 1
+'''
+WARNING_F = ("import warnings, sys\n\n\n"
+             "def f(t):\n    warnings.warn('f: a harmless warning')\n    print('stderr too', file=sys.stderr)\n"
+             "    laplacian = torch.tensor([[0.0, 1.0, 0.0], [1.0, -4.0, 1.0], [0.0, 1.0, 0.0]])\n"
+             "    return torch.tanh(F.conv2d(t, laplacian[None, None], padding=1))")
 
 
 def _gid(cell) -> str:
@@ -68,80 +182,30 @@ def _solution(cell) -> str:
     return re.sub(r"(?m)^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", "", cell.source)
 
 
-def _student(released: Path, source: Path, answer) -> nbformat.NotebookNode:
+def _student(released: Path, source: Path, answer, first: str = "") -> nbformat.NotebookNode:
     nb = nbformat.read(released, as_version=4)
     solutions = {_gid(c): _solution(c) for c in nbformat.read(source, as_version=4).cells}
+    done = False
     for cell in nb.cells:
         if cell.cell_type == "code" and _gid(cell).endswith("-answer"):
             cell.source = answer(_gid(cell), solutions[_gid(cell)])
+            if first and not done:
+                cell.source = first + "\n" + cell.source
+                done = True
     return nb
 
 
-def _guide() -> list[list[str]]:
-    """The `python -m eqlib.assignments` commands of the README's *Teach with it*, in order."""
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("**Teach with it.**"):]
-    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
-    commands = [shlex.split(line.split("#")[0]) for line in block.splitlines()]
-    return [c[3:] for c in commands if c[:3] == ["python", "-m", "eqlib.assignments"]]
+def _blocks() -> list[list[list[str]]]:
+    """The teaching page's bash blocks, as argument lists."""
+    text = GUIDE.read_text()
+    return [[shlex.split(line) for line in block.splitlines() if line.strip()]
+            for block in re.findall(r"```bash\n(.*?)```", text, re.S)]
 
 
-def _write(nb, folder: Path, name: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, folder / name)
-
-
-@pytest.fixture(scope="module")
-def round_trip(tmp_path_factory):
-    root = tmp_path_factory.mktemp("teach")
-    course, submissions = root / "course", root / "submissions"
-    start = time.monotonic()
-    paths = {"course/": str(course), "submissions/": str(submissions), "scores.csv": str(root / "scores.csv")}
-    setup, release_, grade = [[paths.get(a, a) for a in c] for c in _guide()]
-    assert [setup[0], release_[0], grade[0]] == ["setup", "release", "grade"]
-    assert setup[setup.index("--chapters") + 1:] == CHAPTERS
-    assert assignments.main(setup) == 0 and assignments.main(release_) == 0
-    release, source = course / "release" / "exercises", course / "source" / "exercises"
-    names = sorted(p.name for p in release.glob("*.ipynb"))
-    assert [n[:2] for n in names] == CHAPTERS
-    for name in names:
-        rel, src = release / name, source / name
-        _write(_student(rel, src, lambda g, s: s), submissions / "a_correct", name)
-        _write(_student(rel, src, lambda g, s: WRONG[g]), submissions / "b_wrong", name)
-        tampered = _student(rel, src, lambda g, s: WRONG[g])
-        first = next(c for c in tampered.cells if _gid(c).endswith("-answer"))
-        first.source = CHEATS[name[:2]] + first.source
-        checks = [c for c in tampered.cells if _gid(c).endswith("-check")]
-        for c in checks:
-            c.source = "pass"
-            c.metadata["nbgrader"]["points"] = 1000
-        tampered.cells.remove(checks[-1])
-        _write(tampered, submissions / "c_tampered", name)
-        loop = "ch02-ex1-answer"
-        looping = _student(rel, src, lambda g, s: "while True:\n    pass" if g == loop else s)
-        looping.cells = [c for c in looping.cells if _gid(c) != "ch06-ex1-check"]  # put back, run: 2 points
-        _write(looping, submissions / "d_looping", name)
-        crash = {"ch02-ex2-answer": "raise SystemExit(1)", "ch06-ex2-answer": "import os\nos._exit(1)"}
-        _write(_student(rel, src, lambda g, s: crash.get(g, s)), submissions / "e_crash", name)
-    installed = source / names[0]
-    rewrite = f"from pathlib import Path\nPath({str(installed)!r}).write_text('{{}}')\n"
-    _write(_student(release / names[0], source / names[0],
-                    lambda g, s: rewrite + s if g == "ch02-ex1-answer" else s), submissions / "f_files", names[0])
-    _write(_student(release / names[0], source / names[0], lambda g, s: s), submissions / "g_after", names[0])
-    code = assignments.main(grade + ["--json", str(root / "scores.json"), "--timeout", str(TIMEOUT),
-                                     "--notebook-timeout", str(NOTEBOOK_TIMEOUT)])
-    seconds = time.monotonic() - start
-    print(f"nbgrader round trip: {seconds:.0f} s")
-    scores = {r["student"]: r for r in json.loads((root / "scores.json").read_text())}
-    return {"code": code, "scores": scores, "csv": root / "scores.csv", "release": release, "course": course,
-            "source": source, "seconds": seconds}
-
-
-def _points() -> dict[str, float]:
-    """Points of every check cell of the instructor's chapters, by grade_id."""
+def _points(chapters=("02", "06")) -> dict[str, float]:
     points = {}
     for path in sorted((REPO / "book").rglob("*.ipynb")):
-        if path.name[:2] in CHAPTERS:
+        if path.name[:2] in chapters:
             for cell in nbformat.read(path, as_version=4).cells:
                 if _gid(cell).endswith("-check"):
                     points[_gid(cell)] = float(cell.metadata["nbgrader"]["points"])
@@ -149,52 +213,164 @@ def _points() -> dict[str, float]:
 
 
 POINTS = _points()
-TOTAL = sum(POINTS.values())
-LOST = {"a_correct": [], "b_wrong": list(POINTS), "c_tampered": list(POINTS),
-        "d_looping": ["ch02-ex1-check"], "e_crash": ["ch02-ex2-check", "ch06-ex2-check"]}
+CH02_POINTS = {g: p for g, p in POINTS.items() if g.startswith("ch02")}
 
 
-@pytest.mark.parametrize("student", sorted(LOST))
-def test_scores(round_trip, student):
-    r = round_trip["scores"][student]
-    expected = TOTAL - sum(POINTS[g] for g in LOST[student])
-    nbgrader_expected = 0 if student == "c_tampered" else expected
-    assert (r["nbgrader_score"], r["max_score"], r["awarded"]) == (nbgrader_expected, TOTAL, expected), r
-    assert bool(r["flags"]) == (student == "c_tampered"), r["flags"]
+def _write(nb, folder: Path, name: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / name)
 
 
-def test_tampering_is_flagged_with_cell_and_reason(round_trip):
-    flags = round_trip["scores"]["c_tampered"]["flags"]
-    reasons = " | ".join(f"{f['notebook']} {f['grade_id']}: {f['reason']}" for f in flags)
-    for expected in ("check_corner_representation", "sys.modules", "set_custom_exc", "rebinds 'ch02'"):
-        assert expected in reasons, reasons
-    assert all(f["grade_id"].endswith("-answer") for f in flags), reasons
+def _run_guide_command(argv: list[str], paths: dict[str, str], cwd: Path):
+    argv = [paths.get(a, a) for a in argv]
+    assert argv[:3] == ["python", "-m", "eqlib.assignments"], argv
+    extra = []
+    if argv[3] == "grade" and "--review" not in argv and "--accept" not in argv:
+        extra = ["--timeout", TIMEOUT, "--notebook-timeout", NOTEBOOK_TIMEOUT, "--jobs", "2"]
+    return assignments.main(argv[3:] + extra)
 
 
-def test_hidden_tests_catch_patched_checkers(round_trip):
-    """The tampered student's visible checks ran patched no-op checkers, so the ExerciseError
-    (reported although set_custom_exc hid the traceback) came from the hidden tests."""
-    for path in sorted((round_trip["course"] / "autograded" / "c_tampered" / "exercises").glob("*.ipynb")):
-        checks = [c for c in nbformat.read(path, as_version=4).cells if _gid(c).endswith("-check")]
-        n_checks = sum(g.startswith(f"ch{path.name[:2]}-") for g in POINTS)
-        assert len(checks) == n_checks, path.name  # the deleted check cell is back
-        for cell in checks:
-            errors = [o for o in cell.outputs if o.output_type == "error"]
-            assert [e.ename for e in errors] == ["ExerciseError"], (path.name, _gid(cell), errors)
+@pytest.fixture(scope="module")
+def guide(tmp_path_factory):
+    root = tmp_path_factory.mktemp("teach")
+    course, subs = root / "course", root / "submissions"
+    paths = {"course/": str(course), "submissions/": str(subs), "scores.csv": str(root / "scores.csv"),
+             "submissions-week1/": str(root / "week1")}
+    main_block, weeks_block = _blocks()
+    start = time.monotonic()
+    setup, release, grade_, review, accept = main_block
+    assert _run_guide_command(setup, paths, root) == 0 and _run_guide_command(release, paths, root) == 0
+    rel, src = course / "release" / "exercises", course / "source" / "exercises"
+    names = sorted(p.name for p in rel.glob("*.ipynb"))
+    assert [n[:2] for n in names] == ["02", "06"]
+    for name in names:
+        _write(_student(rel / name, src / name, lambda g, s: s), subs / "alice", name)
+    r2, s2 = rel / CH02, src / CH02
+    fill = {"course": str(course), "subs": str(subs)}
+    _write(_student(r2, s2, lambda g, s: WRONG[g]), subs / "wrong", CH02)
+    _write(_student(r2, s2, lambda g, s: WRONG[g], TAMPER.format(**fill)), subs / "tamper", CH02)
+    _write(_student(r2, s2, lambda g, s: LIAR[g]), subs / "liar", CH02)
+    honest = {"ch02-ex1-answer", "ch02-ex3-answer"}
+    _write(_student(r2, s2, lambda g, s: s if g in honest else WRONG[g], SABOTAGE.format(**fill)),
+           subs / "saboteur", CH02)
+    habits = _student(r2, s2, lambda g, s: WARNING_F if g == "ch02-ex2-answer" else s, HABITS)
+    _write(habits, subs / "habits", "Copy of " + CH02)
+    _write(_student(r2, s2, lambda g, s: s + "\nimport os\nos._exit(1)" if g == "ch02-ex5-answer" else s),
+           subs / "exits", CH02)
+    _write(nbformat.read(r2, as_version=4), subs / "zz_blank", CH02)
+    before = {p: p.read_bytes() for p in sorted((REPO / "eqlib").rglob("*")) if p.is_file()}
+    assert _run_guide_command(grade_, paths, root) == 0
+    seconds = time.monotonic() - start
+    scores = {r["student"]: r for r in json.loads((course / "scores.json").read_text())}
+    assert _run_guide_command(review, paths, root) == 0
+    assert _run_guide_command(accept, paths, root) == 0
+    # the multi-week block, as written (its week-1 submissions: alice's chapter 2)
+    _write(nbformat.read(subs / "alice" / CH02, as_version=4), root / "week1" / "alice", CH02)
+    for argv in weeks_block:
+        assert _run_guide_command(argv, paths, root) == 0
+    weeks = json.loads((course / "scores.json").read_text())
+    feedback = subprocess.run(["nbgrader", "generate_feedback", "exercises"], cwd=course, capture_output=True,
+                              text=True, timeout=300)
+    after = {p: p.read_bytes() for p in sorted((REPO / "eqlib").rglob("*")) if p.is_file()}
+    print(f"front end: {seconds:.0f} s for {len(scores)} students")
+    return {"scores": scores, "course": course, "subs": subs, "root": root, "weeks": weeks,
+            "feedback": feedback, "package_changed": sorted(str(p) for p in before.keys() | after.keys()
+                                                            if before.get(p) != after.get(p))}
 
 
-def test_installed_files_changed_stops_grading(round_trip):
-    assert round_trip["code"] == 3
-    r = round_trip["scores"]["f_files"]
-    assert r["awarded"] == 0 and any("changed installed course files" in f["reason"] for f in r["flags"])
-    assert "g_after" not in round_trip["scores"]
+EXPECTED = {
+    "alice": set(POINTS), "wrong": set(), "tamper": set(), "liar": set(),
+    "saboteur": {"ch02-ex1-check", "ch02-ex3-check"}, "habits": set(CH02_POINTS),
+    "exits": set(CH02_POINTS) - {"ch02-ex5-check"}, "zz_blank": set(),
+}
 
 
-def test_csv_has_every_graded_student(round_trip):
-    with open(round_trip["csv"]) as f:
+@pytest.mark.parametrize("student", sorted(EXPECTED))
+def test_front_end_scores(guide, student):
+    r = guide["scores"][student]
+    earned = {g for g, v in r["exercises"].items() if v > 0}
+    assert earned == EXPECTED[student], (student, r)
+    assert r["awarded"] == r["nbgrader_score"] == sum(POINTS[g] for g in EXPECTED[student])
+    assert r["max_score"] == sum(POINTS.values())
+
+
+def test_flags_only_where_a_teacher_should_look(guide):
+    flagged = {s for s, r in guide["scores"].items() if r["flags"]}
+    # a cheater whose patches break its own Python is flagged too (and still scores 0)
+    assert "exits" in flagged and flagged <= {"exits", "tamper"}, {s: guide["scores"][s]["flags"] for s in flagged}
+    assert "stopped the Python process" in guide["scores"]["exits"]["flags"][0]["reason"]
+    assert "Copy of" in guide["scores"]["habits"]["note"] and "renamed" in guide["scores"]["habits"]["note"]
+
+
+def test_nothing_outside_the_sandbox_changed(guide):
+    assert guide["package_changed"] == []  # no poisoned .pyc, no rewritten checker
+    alice = nbformat.read(guide["subs"] / "alice" / CH02, as_version=4)
+    assert len(alice.cells) > 10  # the saboteur could not rewrite it
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{guide['course'] / 'gradebook.db'}", "layerwise-equivariance") as gb:
+        extra = [g.extra_credit for s in gb.students for nb in gb.find_submission("exercises", s.id).notebooks
+                 for g in nb.grades]
+    assert not any(extra)
+
+
+def test_review_accept_weeks_and_feedback(guide, capsys):
+    course = guide["course"]
+    text = assignments.review(course, "alice")
+    assert "ch02-ex1-check: 2/2" in text and "ch06-ex1-check: 2/2" in text
+    assert json.loads((course / "reports" / "exercises" / "accepted.json").read_text()) == ["alice"]
+    assert "NameError" in assignments.review(course, "exits")
+    week1 = {r["student"]: r for r in guide["weeks"]}
+    assert week1["alice"]["awarded"] == sum(CH02_POINTS.values())
+    assert guide["feedback"].returncode == 0, guide["feedback"].stderr[-2000:]
+    assert list((course / "feedback" / "alice" / "exercises").glob("*.html"))
+
+
+def test_wrong_answers_say_why(guide):
+    text = assignments.review(guide["course"], "liar")
+    assert "refused" in text and "Liar" in text
+
+
+def test_csv_has_every_student(guide):
+    with open(guide["root"] / "scores.csv") as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
-    assert set(rows) == set(round_trip["scores"])
-    assert float(rows["a_correct"]["awarded"]) == TOTAL and float(rows["c_tampered"]["awarded"]) == 0
+    assert set(rows) == set(EXPECTED)
+
+
+@pytest.fixture(scope="module")
+def plain_nbgrader(tmp_path_factory):
+    """The cheaters again, through `nbgrader autograde` itself (a new process, no front end)."""
+    root = tmp_path_factory.mktemp("plain")
+    course, subs = root / "course", root / "subs"
+    assignments.setup(course, ["02"])
+    assignments.release(course)
+    rel, src = course / "release" / "exercises" / CH02, course / "source" / "exercises" / CH02
+    fill = {"course": str(course), "subs": str(subs)}
+    cheat = _student(rel, src, lambda g, s: LIAR[g], TAMPER.format(**fill))
+    _write(cheat, course / "submitted" / "cheater" / "exercises", CH02)
+    _write(_student(rel, src, lambda g, s: s + "\nimport os\nos._exit(1)" if g == "ch02-ex5-answer" else s),
+           course / "submitted" / "exits" / "exercises", CH02)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "exercises", "--force",
+                           "--SandboxedExecute.timeout=60", "--SandboxedExecute.notebook_timeout=400"],
+                          cwd=course, capture_output=True, text=True, env=env, timeout=900)
+    print(f"nbgrader autograde: {time.monotonic() - start:.0f} s")
+    from nbgrader.api import Gradebook
+
+    scores = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "layerwise-equivariance") as gb:
+        for student in ("cheater", "exits"):
+            nb = gb.find_submission_notebook("02_groups_and_actions", "exercises", student)
+            scores[student] = {g.name: float(g.score or 0) for g in nb.grades if g.name.endswith("-check")}
+    return {"proc": proc, "scores": scores}
+
+
+def test_plain_nbgrader_gives_the_same_scores(plain_nbgrader):
+    assert plain_nbgrader["proc"].returncode == 0, plain_nbgrader["proc"].stderr[-3000:]
+    scores = plain_nbgrader["scores"]
+    assert sum(scores["cheater"].values()) == 0, scores["cheater"]
+    assert {g for g, v in scores["exits"].items() if v > 0} == EXPECTED["exits"], scores["exits"]
 
 
 @pytest.mark.parametrize("bad", ["0", "-5", "abc"])
@@ -204,26 +380,11 @@ def test_timeout_must_be_positive(bad, tmp_path, capsys):
     assert exit_.value.code == 2 and "--timeout" in capsys.readouterr().err
 
 
-def _run_guarded(sources: list[str], **limits) -> list[list[str]]:
-    """Run cells with GuardedExecute; return the error names of each cell."""
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    executor = assignments.GuardedExecute(**limits)
-    nb, _ = executor.preprocess(nb, {"metadata": {"path": str(REPO)}})
-    return [[o.ename for o in c.outputs if o.output_type == "error"] for c in nb.cells]
+def test_jobs_must_be_positive(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        assignments.main(["grade", str(tmp_path), "--course", str(tmp_path), "--jobs", "0"])
+    assert exit_.value.code == 2 and "--jobs" in capsys.readouterr().err
 
 
-def test_guarded_execute_survives_a_dead_kernel():
-    """The cell that kills the kernel errs; the notebook runs again without it, so later cells count."""
-    errors = _run_guarded(["x = 1", "import os\nos._exit(1)", "assert x == 1", "raise SystemExit(1)",
-                           "assert x == 1"], timeout=20, notebook_timeout=60)
-    assert errors[0] == [] and errors[1] == ["RuntimeError"] and errors[2] == [] and errors[4] == []
-    assert errors[3] == ["SystemExit"]
-
-
-def test_guarded_execute_total_time_limit():
-    """A cell gets at most the time left (here < its own 20 s); cells left after the limit err."""
-    start = time.monotonic()
-    errors = _run_guarded(["import time\ntime.sleep(1)", *["time.sleep(30)"] * 3], timeout=20, notebook_timeout=6)
-    assert time.monotonic() - start < 20  # kernel start, 6 s of cells and one interrupt
-    assert errors[0] == [] and "CellTimeoutError" in errors[1] and errors[3] == ["NotebookTimeLimit"], errors
+def teardown_module(module):
+    core.close_references()

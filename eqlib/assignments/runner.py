@@ -1,0 +1,408 @@
+"""The two processes of grading a notebook: the student's sandbox and the grader's reference.
+
+``python -m eqlib.assignments.runner student WORK`` runs inside the sandbox: it executes
+the student's cells (``WORK/plan.json``) in a plain IPython shell, one after another, and
+at each check cell *records* the answer arguments as plain data
+(``eqlib.assignments.codec``) into ``WORK/out/rec/``; a function answer is called on
+the inputs the checker gave the instructor's solution and its outputs are recorded. Each
+record is written as soon as its cell runs, so a later crash, ``os._exit`` or time-out
+costs only what had not run. Nothing it writes is trusted: the grader reads it as data.
+
+``python -m eqlib.assignments.runner reference WORK`` runs the instructor's notebook in
+the grader's own process (no student code ever runs there). At each check cell it keeps
+the chapter's context arguments and records the inputs each checker passes to a function
+answer; then it serves scoring requests, one JSON line each on stdin: the checker, loaded
+fresh from the installed file, runs on the context and on one student's decoded answers.
+
+Chapter: every chapter's *Exercises* section (grading; book/teaching).
+"""
+from __future__ import annotations
+
+import builtins
+import copy
+import importlib.util
+import json
+import os
+import random
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from . import codec
+
+EXERCISES = Path(__file__).resolve().parents[1] / "exercises"
+TEXT_LIMIT = 20_000
+
+
+def _shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    class Shell(InteractiveShell):
+        def enable_gui(self, gui=None):  # `%matplotlib inline` works as in Jupyter; no GUI here
+            return None
+
+    return Shell.instance(colors="NoColor")
+
+
+class _CellTimeout(BaseException):
+    pass
+
+
+def _alarm(seconds: float):
+    def handler(signum, frame):
+        raise TimeoutError(f"the cell ran longer than {seconds:g} s")
+
+    signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, max(0.01, float(seconds)))
+
+
+def _no_alarm():
+    signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _run_cell(shell, source: str, timeout: float) -> dict:
+    from IPython.utils.capture import capture_output
+
+    with capture_output(display=True) as cap:
+        _alarm(timeout)
+        try:
+            result = shell.run_cell(source, store_history=True)
+        finally:
+            _no_alarm()
+    error = result.error_in_exec or result.error_before_exec
+    out = {"stdout": cap.stdout[-TEXT_LIMIT:], "stderr": cap.stderr[-TEXT_LIMIT:]}
+    if error is not None:
+        out["error"] = [type(error).__name__, str(error)[:2000]]
+    return out
+
+
+def _rng_seed():
+    import numpy as np
+    import torch
+
+    torch.manual_seed(0)
+    np.random.seed(0)
+    random.seed(0)
+
+
+# ---------------------------------------------------------------------------------------- student
+
+def student(work: Path) -> int:
+    plan = json.loads((work / "plan.json").read_text())
+    out = work / "out"
+    rec = out / "rec"
+    rec.mkdir(parents=True, exist_ok=True)
+    progress = open(out / "progress.jsonl", "a", buffering=1)
+    shell = _shell()
+    timeout = float(plan["cell_timeout"])
+    skip = {int(k): v for k, v in plan.get("skip", {}).items()}
+    for n, step in enumerate(plan["steps"]):
+        progress.write(json.dumps({"start": n}) + "\n")
+        if "code" in step:
+            source = step["code"] if n not in skip else f"raise RuntimeError({skip[n]!r})"
+            result = _run_cell(shell, source, timeout)
+        else:
+            result = _record(shell, step["record"], plan["records"].get(step["record"], []), work, rec, timeout)
+        progress.write(json.dumps({"end": n, **result}) + "\n")
+    progress.write(json.dumps({"done": True}) + "\n")
+    progress.close()
+    return 0
+
+
+def _record(shell, gid: str, items: list[dict], work: Path, rec: Path, timeout: float) -> dict:
+    from IPython.utils.capture import capture_output
+
+    notes = []
+    for item in items:
+        name = item["name"]
+        with capture_output():
+            _alarm(timeout)
+            try:
+                try:
+                    value = eval(compile(item["expr"], "<check>", "eval"), shell.user_ns)
+                except Exception as exc:
+                    codec.write_doc({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}, {}, rec, name)
+                    notes.append(f"{item['expr']}: {type(exc).__name__}")
+                    continue
+                if item["mode"] == "call":
+                    _record_calls(value, work / item["inputs"], rec, name)
+                else:
+                    codec.dump(value, rec, name)
+            except TimeoutError as exc:
+                codec.write_doc({"ok": False, "error": str(exc)}, {}, rec, name)
+            finally:
+                _no_alarm()
+    return {"stdout": "", "stderr": "", "notes": notes}
+
+
+def _record_calls(fn, inputs_dir: Path, rec: Path, name: str) -> None:
+    doc, arrays = codec.read_doc(inputs_dir.parent, inputs_dir.name)
+    if not callable(fn):
+        codec.write_doc({"ok": False, "error": f"the answer must be a function, got {type(fn).__name__}"}, {},
+                        rec, name)
+        return
+    writer = codec._Writer()
+    calls = []
+    for key, args_tree in doc["calls"]:
+        args = codec.decode(args_tree, arrays)
+        try:
+            result = fn(*args["args"], **args["kwargs"])
+            try:
+                tree = codec._enc(result, writer, 0)
+                calls.append([key, {"value": tree}])
+            except codec.Refused as exc:
+                calls.append([key, {"refused": str(exc)}])
+        except TimeoutError:
+            raise
+        except Exception as exc:
+            calls.append([key, {"raised": type(exc).__name__, "message": str(exc)[:500]}])
+    codec.write_doc({"ok": True, "calls": calls}, writer.arrays, rec, name)
+
+
+# ---------------------------------------------------------------------------------------- reference
+
+def load_checkers(chapter: str):
+    """A chapter's checkers executed anew from the installed file (like ``fresh``): strict and silent."""
+    path = EXERCISES / f"{chapter}.py"
+    spec = importlib.util.spec_from_file_location(f"eqlib.exercises.{chapter}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    error = getattr(module, "ExerciseError", AssertionError)
+
+    def strict_require(condition, message):
+        if not condition:
+            raise error(message)
+
+    module.require, module.passed = strict_require, lambda message: None
+    return module
+
+
+class _Recorder:
+    """The instructor's function, noting each input the checker gives it."""
+
+    def __init__(self, fn):
+        self.fn, self.calls, self.refused = fn, [], None
+
+    def __call__(self, *args, **kwargs):
+        try:
+            tree, arrays = codec.encode({"args": list(args), "kwargs": dict(kwargs)})
+            self.calls.append((codec.digest(tree, arrays), tree, arrays))
+        except codec.Refused as exc:
+            self.refused = str(exc)
+        return self.fn(*args, **kwargs)
+
+
+class _Replay:
+    """A student's function as its recorded outputs: called on a recorded input, it answers."""
+
+    def __init__(self, doc: dict, arrays: dict, groups):
+        self.answers = {}
+        for key, res in doc.get("calls", []):
+            self.answers[str(key)] = res
+        self.arrays, self.groups = arrays, groups
+
+    def __call__(self, *args, **kwargs):
+        tree, arrays = codec.encode({"args": list(args), "kwargs": dict(kwargs)})
+        res = self.answers.get(codec.digest(tree, arrays))
+        if res is None:
+            raise RuntimeError("your function was not run on this input (it stopped before, or the check "
+                               "asked for an input the grader had not prepared)")
+        if "raised" in res:
+            exc_type = getattr(builtins, str(res["raised"]), None)
+            if not (isinstance(exc_type, type) and issubclass(exc_type, Exception)) or \
+                    issubclass(exc_type, AssertionError):
+                exc_type = RuntimeError
+            raise exc_type(str(res.get("message", "")))
+        if "refused" in res:
+            raise TypeError(f"your function returned {res['refused']}")
+        return codec.decode(res["value"], self.arrays, groups=self.groups)
+
+
+def reference(work: Path) -> int:
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    log = os.open(work / "reference.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    plan = json.loads((work / "plan.json").read_text())
+    shell = _shell()
+    state, report = {}, {}
+    for step in plan["steps"]:
+        if "code" in step:
+            r = _run_cell(shell, step["code"], float(plan["cell_timeout"]))
+            if "error" in r:
+                print(f"instructor cell {step['cell']}: {r['error']}\n{r['stdout'][-3000:]}", flush=True)
+        else:
+            gid = step["record"]
+            state[gid], report[gid] = _probe(shell, plan["checks"][gid], work)
+    (work / "reference.json").write_text(json.dumps(report, indent=1))
+    proto.write(json.dumps({"ready": True}) + "\n")
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+            answer = _score(state, plan["checks"], Path(request["records"]), shell)
+        except Exception as exc:  # never leave the grader waiting
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        proto.write(json.dumps(answer) + "\n")
+    return 0
+
+
+def _groups(shell):
+    from ..groups import FiniteGroup
+
+    return [v for v in list(shell.user_ns.values()) if type(v) is FiniteGroup]
+
+
+def _probe(shell, calls: list[dict], work: Path):
+    saved = _save_rng()
+    entries, report = [], {"ok": True, "message": "", "items": []}
+    for ci, call in enumerate(calls):
+        module = load_checkers(call["chapter"])
+        fn = getattr(module, call["function"])
+        values, modes, templates, recorders = {}, {}, {}, {}
+        for key in call["keys"]:
+            values[key] = eval(compile(call["exprs"][key], "<check>", "eval"), shell.user_ns)
+        context = {k: v for k, v in values.items() if k not in call["answer_args"]}
+        try:
+            context = copy.deepcopy(context)
+        except Exception:
+            pass
+        for key in call["answer_args"]:
+            value = values[key]
+            try:
+                codec.encode(value)
+                modes[key] = "value"
+            except codec.Refused:
+                modes[key] = "call" if callable(value) else "value"
+            if modes[key] == "call":
+                recorders[key] = values[key] = _Recorder(value)
+            try:
+                templates[key] = copy.deepcopy(value)
+            except Exception:
+                templates[key] = None
+        args, kwargs = _arrange(call, values)
+        _rng_seed()
+        try:
+            fn(*args, **kwargs)
+        except Exception as exc:
+            report["ok"] = False
+            report["message"] += f"the instructor's answer fails {call['function']}: {type(exc).__name__}: {exc}\n"
+        items = []
+        for key in call["answer_args"]:
+            name = f"{call['gid']}.{ci}.{key}"
+            item = {"name": name, "expr": call["exprs"][key], "mode": modes[key]}
+            if key in recorders:
+                rec = recorders[key]
+                if rec.refused:
+                    report["ok"] = False
+                    report["message"] += f"{call['function']} gives the answer inputs that are not plain data: " \
+                                         f"{rec.refused}\n"
+                arrays, calls_tree = {}, []
+                for k, (dig, tree, arr) in enumerate(rec.calls):
+                    renamed = {f"c{k}_{a}": v for a, v in arr.items()}
+                    calls_tree.append([dig, _rename(tree, {a: f"c{k}_{a}" for a in arr})])
+                    arrays.update(renamed)
+                codec.write_doc({"calls": calls_tree}, arrays, work / "inputs", name)
+                item["inputs"] = f"inputs/{name}"
+            items.append(item)
+        report["items"] += items
+        entries.append({"fn": fn, "context": context, "templates": templates, "modes": modes, "call": call})
+    _restore_rng(saved)
+    return entries, report
+
+
+def _rename(tree, names: dict):
+    if isinstance(tree, list):
+        return [_rename(v, names) for v in tree]
+    if isinstance(tree, dict):
+        return {k: (names.get(v, v) if k in ("a", "table", "perms", "index", "signs", "matrices") and isinstance(v, str)
+                    else _rename(v, names)) for k, v in tree.items()}
+    return tree
+
+
+def _arrange(call: dict, values: dict):
+    n = sum(1 for k in call["keys"] if k.isdigit())
+    return [values[str(i)] for i in range(n)], {k: values[k] for k in call["keys"] if not k.isdigit()}
+
+
+def _save_rng():
+    import numpy as np
+    import torch
+
+    return torch.get_rng_state(), np.random.get_state(), random.getstate()
+
+
+def _restore_rng(saved):
+    import numpy as np
+    import torch
+
+    torch.set_rng_state(saved[0])
+    np.random.set_state(saved[1])
+    random.setstate(saved[2])
+
+
+def _score(state: dict, checks: dict, records: Path, shell) -> dict:
+    groups = _groups(shell)
+    results = {}
+    saved = _save_rng()
+    for gid, entries in state.items():
+        ok, messages = True, []
+        for ci, entry in enumerate(entries):
+            call = entry["call"]
+            values = {}
+            try:
+                for key in call["keys"]:
+                    if key in entry["modes"]:
+                        name = f"{gid}.{ci}.{key}"
+                        doc, arrays = codec.read_doc(records, name)
+                        if doc is None:
+                            raise _NoAnswer(f"no answer was recorded for {call['exprs'][key]} (the notebook "
+                                            "stopped before this check)")
+                        if not doc.get("ok"):
+                            raise _NoAnswer(f"{call['exprs'][key]}: {doc.get('error', 'refused')}")
+                        if entry["modes"][key] == "call":
+                            values[key] = _Replay(doc, arrays, groups)
+                        else:
+                            values[key] = codec.decode(doc["value"], arrays, entry["templates"].get(key), groups)
+                    else:
+                        values[key] = copy.deepcopy(entry["context"][key])
+            except (_NoAnswer, codec.Refused) as exc:
+                ok = False
+                messages.append(str(exc))
+                continue
+            except Exception as exc:
+                ok = False
+                messages.append(f"{call['exprs'].get(key, key)}: refused ({type(exc).__name__}: {exc})")
+                continue
+            args, kwargs = _arrange(call, values)
+            _rng_seed()
+            try:
+                entry["fn"](*args, **kwargs)
+            except AssertionError as exc:
+                ok = False
+                messages.append(f"{type(exc).__name__}: {exc}")
+            except Exception as exc:
+                ok = False
+                messages.append(f"{type(exc).__name__}: {exc}")
+        results[gid] = {"ok": ok, "message": "\n".join(messages)[:4000]}
+    _restore_rng(saved)
+    return {"scores": results}
+
+
+class _NoAnswer(Exception):
+    pass
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    mode, work = argv[0], Path(argv[1])
+    if mode == "student":
+        return student(work)
+    if mode == "reference":
+        return reference(work)
+    raise SystemExit(f"unknown mode {mode!r}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
