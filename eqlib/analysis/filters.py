@@ -32,8 +32,20 @@ class FilterPairing:
         perm, signs, similarity: from :func:`eqlib.latent.match_units` of the mirrored
             filters against the filters: mirror(w_j) ≈ signs[j] · w_{perm[j]}, with
             ``|cosine|`` ``similarity[j]``.
-        category: per filter, an index into ``CATEGORIES``.
+        category: per filter, an index into ``CATEGORIES``. A filter is in a (negated)
+            mirrored pair only if the pair is a verified 2-cycle of a signed permutation
+            (see :func:`filter_pairing`); every other filter that is not (anti)symmetric
+            is ``UNMATCHED``.
         threshold: the ``|cosine|`` below which a filter counts as unmatched.
+        self_similarity: per filter, ``|cosine|`` between the filter and its own mirror
+            image.
+        non_reciprocal: per filter, True if its best match passes the threshold and is
+            another filter, but the match is not reciprocal (``perm[perm[j]] != j``) or
+            the two signs differ. Such a filter is ``UNMATCHED``.
+        self_symmetric_pair: per filter, True if it is in a reciprocal, sign-consistent
+            match with another filter above the threshold, but one of the two filters is
+            itself (anti)symmetric at the threshold, so the pair cannot be told apart from
+            two (anti)symmetric near-copies. Such a filter is ``UNMATCHED``.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
@@ -43,11 +55,23 @@ class FilterPairing:
     similarity: np.ndarray
     category: np.ndarray
     threshold: float
+    self_similarity: np.ndarray
+    non_reciprocal: np.ndarray
+    self_symmetric_pair: np.ndarray
 
     def counts(self, first: int | None = None) -> dict[str, int]:
         """Number of filters in each category (among the first ``first`` filters if given)."""
         c = self.category[:first] if first is not None else self.category
         return {name: int((c == k).sum()) for k, name in enumerate(CATEGORIES)}
+
+    def rejected_counts(self, first: int | None = None) -> dict[str, int]:
+        """Filters matched to another filter above the threshold but not counted as a pair:
+        ``"non-reciprocal"`` (the match is not a sign-consistent 2-cycle) and
+        ``"self-symmetric pair"`` (a 2-cycle of filters that are themselves (anti)symmetric
+        at the threshold). Both are ``UNMATCHED`` in :meth:`counts`."""
+        sl = slice(None, first)
+        return {"non-reciprocal": int(self.non_reciprocal[sl].sum()),
+                "self-symmetric pair": int(self.self_symmetric_pair[sl].sum())}
 
     @property
     def matched_fraction(self) -> float:
@@ -59,10 +83,27 @@ def filter_pairing(W1: torch.Tensor, axis: str = "horizontal", threshold: float 
     """Classify first-layer filters W_1 (d_1, 3072) under the mirror ``axis``.
 
     Each filter w_j (a 3×32×32 image) is mirrored and matched (signed, one-to-one,
-    :func:`eqlib.latent.match_units`) against all filters. A filter whose mirror image is
-    ±itself is (anti)symmetric; one whose mirror image is ±another filter has a
-    (negated) mirrored partner; a best match with ``|cosine|`` below ``threshold`` is
-    unmatched. A signed-permutation latent action makes every filter matched.
+    :func:`eqlib.latent.match_units`) against all filters: mirror(w_j) ≈ s_j w_{π(j)}.
+    A filter matched to itself with ``|cosine|`` at least ``threshold`` is symmetric
+    (s_j = 1) or antisymmetric (s_j = −1). A filter j matched to another filter k = π(j)
+    is in a mirrored pair (s_j = 1) or a negated mirrored pair (s_j = −1) only if
+    everything the four-kinds proposition of the chapter proves necessary holds:
+
+    * the match is reciprocal, π(k) = j, and sign-consistent, s_k = s_j;
+    * both matches reach ``threshold``;
+    * neither filter is itself (anti)symmetric at the threshold (``|cos(mirror(w), w)|``
+      below it), so the pair is not two near-copies of one symmetric filter, for which
+      the assignment would choose between "pair" and "symmetric" arbitrarily.
+
+    Otherwise the filter is unmatched; the matches rejected for the first or the last
+    reason are reported in ``non_reciprocal`` and ``self_symmetric_pair``. The
+    categorised filters therefore always describe one signed permutation k with k² = I.
+    A signed-permutation latent action whose filters are not near-copies makes every
+    filter categorised.
+
+    (Before this check existed, every filter with π(j) ≠ j and ``|cosine|`` at least
+    ``threshold`` counted as paired: pair counts made that way are upper bounds of these.
+    Symmetric and antisymmetric counts are unchanged.)
 
     ``subspace`` (3072, k) with orthonormal columns spanning a mirror-invariant subspace
     (e.g. top principal directions of :func:`~eqlib.analysis.mirror_symmetric_spectrum`):
@@ -82,10 +123,22 @@ def filter_pairing(W1: torch.Tensor, axis: str = "horizontal", threshold: float 
                              f"got {tuple(subspace.shape)}")
         P = subspace.detach().double().cpu()
         W = (W @ P) @ P.T
-    perm, signs, sim = match_units(mirror_images(W, axis), W, signed=True)
+    M = mirror_images(W, axis)
+    perm, signs, sim = match_units(M, W, signed=True)
     perm, signs, sim = perm.numpy(), signs.numpy(), sim.numpy()
-    self_ = perm == np.arange(len(perm))
-    cat = np.where(self_, np.where(signs > 0, SYMMETRIC, ANTISYMMETRIC),
-                   np.where(signs > 0, PAIR, NEGATED_PAIR))
-    cat = np.where(sim >= threshold, cat, UNMATCHED)
-    return FilterPairing(perm, signs, sim, cat, threshold)
+    norms = W.norm(dim=1).clamp_min(1e-300)
+    self_sim = ((M * W).sum(1) / norms ** 2).abs().numpy()
+    n = len(perm)
+    self_ = perm == np.arange(n)
+    above = sim >= threshold
+    reciprocal = (perm[perm] == np.arange(n)) & (signs[perm] == signs)
+    self_sym = self_sim >= threshold
+    other = ~self_ & above & above[perm]
+    non_reciprocal = ~self_ & above & ~reciprocal
+    self_symmetric_pair = other & reciprocal & (self_sym | self_sym[perm])
+    pair = other & reciprocal & ~self_sym & ~self_sym[perm]
+    cat = np.full(n, UNMATCHED)
+    cat[self_ & above] = np.where(signs[self_ & above] > 0, SYMMETRIC, ANTISYMMETRIC)
+    cat[pair] = np.where(signs[pair] > 0, PAIR, NEGATED_PAIR)
+    return FilterPairing(perm, signs, sim, cat, threshold, self_sim, non_reciprocal,
+                         self_symmetric_pair)

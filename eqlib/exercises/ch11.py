@@ -82,7 +82,7 @@ def check_equivariance_penalty(equivariance_penalty: Callable[[nn.Module, torch.
         want = penalty_term(conv, x, "equivariance")
     ratio = float(got.detach()) / float(want)
     require(abs(ratio - 3072) > 1 or abs(ratio - 1) < 1e-4, "your penalty is 3,072 times too large: a sum over the "
-            "3,072 coordinates instead of a mean (THEORY: the sum collapsed the autoencoder)")
+            "3,072 coordinates instead of a mean; at weight 1 such a sum dominates the reconstruction loss")
     require(abs(ratio - 5) > 1e-3 or abs(ratio - 1) < 1e-4, "your penalty is 5 times too large: it sums over the "
             "5 images instead of averaging")
     require(abs(ratio - 1) < 1e-4, f"your penalty is {float(got):.6g}, expected {float(want):.6g}: compare "

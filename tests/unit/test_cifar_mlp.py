@@ -72,6 +72,49 @@ def test_filter_pairing_classifies_planted_filters():
         A.filter_pairing(torch.zeros(3, 10))
 
 
+def _near_copies(seed, n=8, noise=0.4):
+    """n filters = one mirror-symmetric filter plus independent noise (near-parallel)."""
+    g = torch.Generator().manual_seed(seed)
+    u = torch.randn(3072, generator=g, dtype=torch.float64)
+    s = u + mirror_images(u[None])[0]
+    return s + noise * s.norm() / 3072 ** 0.5 * torch.randn(n, 3072, generator=g, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_filter_pairing_near_copies_of_a_symmetric_filter_are_not_pairs(seed):
+    """Counterexample to the rule "paired whenever perm[j] != j": near-copies of one
+    symmetric filter have no mirrored partners, yet the one-to-one assignment matches most
+    of them to other copies (seed 0: along a 5-cycle; seeds 1-5: along 2-cycles)."""
+    p = A.filter_pairing(_near_copies(seed))
+    n = len(p.perm)
+    old_pairs = int(((p.perm != np.arange(n)) & (p.similarity >= p.threshold)).sum())
+    assert old_pairs >= 4                      # the old rule called these "mirrored pairs"
+    c = p.counts()
+    assert c["mirrored pair"] == c["negated mirrored pair"] == 0
+    assert c["symmetric"] + c["unmatched"] == n
+    assert sum(p.rejected_counts().values()) == old_pairs
+    assert (p.self_similarity >= p.threshold).all()
+    if seed == 0:                              # the non-involutive case: a 5-cycle
+        assert p.rejected_counts() == {"non-reciprocal": 5, "self-symmetric pair": 0}
+        assert sorted(np.flatnonzero(p.non_reciprocal).tolist()) == [0, 1, 2, 3, 7]
+    else:                                      # reciprocal but ambiguous 2-cycles
+        assert p.rejected_counts()["self-symmetric pair"] >= 4
+
+
+def test_filter_pairing_pairs_are_two_cycles_of_one_signed_involution():
+    """Every categorised filter is consistent with one signed permutation k, k^2 = I."""
+    for W in (_planted_filters(), _near_copies(0), _near_copies(3, n=64, noise=0.45),
+              torch.randn(32, 3072, generator=torch.Generator().manual_seed(1))):
+        p = A.filter_pairing(W)
+        for j in np.flatnonzero(np.isin(p.category, A.PAIRED)):
+            k = p.perm[j]
+            assert k != j and p.perm[k] == j and p.signs[k] == p.signs[j]
+            assert p.category[k] == p.category[j]
+            assert p.self_similarity[j] < p.threshold and p.self_similarity[k] < p.threshold
+    planted = A.filter_pairing(_planted_filters())
+    assert planted.rejected_counts() == {"non-reciprocal": 0, "self-symmetric pair": 0}
+
+
 def _mirror_closed_mlp(task="classify"):
     """An MLP whose first-layer filters come in mirror pairs (equal biases): f_1 is exactly
     horizontally equivariant (f_1(m y) = P f_1(y)), not vertically."""
