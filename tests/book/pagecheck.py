@@ -195,7 +195,7 @@ def check_page(context, origin: str, html_root: Path, page_rel: str,
     problems += check_links(html_root, page_rel, facts["hrefs"])
     if screenshot is not None:
         screenshot.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(screenshot), full_page=True)
+        page.screenshot(path=str(screenshot), full_page=True, timeout=120_000)
     page.close()
     return problems, {k: facts[k] for k in ("nImages", "mjx", "mathSources", "views", "renderedWidgets", "players")}
 
