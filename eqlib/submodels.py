@@ -549,11 +549,9 @@ def plant_degenerate(model: MLP, n_dead: int = 1, n_constant: int = 1, n_clones:
     # long: plant_degenerate(n_dead=10**6) built a million neurons per layer)
     cap = min(model.widths[1:-1], default=None)
     for k, v in counts.items():
-        try:
-            check_int(k, v, 0, cap)
-        except ValueError as exc:
-            raise ValueError(f"{exc} (at most the narrowest hidden layer's width, {cap})" if cap is not None
-                             else str(exc)) from None
+        if check_int(k, v, 0) > (cap if cap is not None else v):
+            raise ValueError(f"{k} must be an integer in 0..{cap} (at most the narrowest hidden layer's "
+                             f"width, {cap}), got {v}")
     check_bool("shuffle", shuffle)
     has_bias = model.layers[0].bias is not None
     if n_constant and not has_bias:
