@@ -12,10 +12,14 @@ import torch
 
 from .validation import check_int, show
 
-__all__ = ["DEFAULT_SEED", "torch_generator", "numpy_rng"]
+__all__ = ["DEFAULT_SEED", "MAX_SEED", "torch_generator", "numpy_rng"]
 
 #: what ``seed=None`` means everywhere in eqlib
 DEFAULT_SEED = 0
+
+#: the largest seed: torch's generators take 64-bit seeds (signed, so that every seed
+#: has one meaning on every backend); bools and non-integral floats are refused too
+MAX_SEED = 2**63 - 1
 
 
 def _seed(seed: object) -> int:
@@ -23,7 +27,11 @@ def _seed(seed: object) -> int:
         return DEFAULT_SEED
     if isinstance(seed, (torch.Generator, np.random.Generator)):
         raise TypeError(f"seed must be an int >= 0 or None here, got {show(seed)}")
-    return check_int("seed", seed, 0)
+    out = check_int("seed", seed, 0)
+    if out > MAX_SEED:
+        raise ValueError(f"seed must be an integer >= 0 and <= 2**63 - 1 (torch's generators take 64-bit "
+                         f"seeds), got {show(seed)}")
+    return out
 
 
 def torch_generator(seed: int | torch.Generator | None, device: str | torch.device | None = None) -> torch.Generator:

@@ -69,7 +69,7 @@ from .models.base import Model
 from .models.mlp import ACTIVATIONS, MLP
 from .symmetries import symmetry_group
 from .seeds import torch_generator
-from .validation import check_float, check_int, check_tensor
+from .validation import check_bool, check_float, check_int, check_tensor
 
 __all__ = ["find_inactive", "find_clones", "Reduction", "reduce", "plant_degenerate"]
 
@@ -539,14 +539,20 @@ def plant_degenerate(model: MLP, n_dead: int = 1, n_constant: int = 1, n_clones:
     Raises:
         TypeError: if ``mlp`` is not an MLP.
         ValueError: for negated clones of a non-odd activation, constant neurons
-            without biases, or negative counts.
+            without biases, or a count below 0 or above the narrowest hidden width.
 
     Chapter: *Models, latent spaces and submodels* (book/part1/03_models_and_submodels).
     """
     _require_mlp(model, "plant_degenerate")
     counts = dict(n_dead=n_dead, n_constant=n_constant, n_clones=n_clones, n_negated=n_negated)
+    # each count is at most the narrowest hidden width (a larger one would only loop for
+    # long: plant_degenerate(n_dead=10**6) built a million neurons per layer)
+    cap = min(model.widths[1:-1], default=None)
     for k, v in counts.items():
-        check_int(k, v, 0)
+        if check_int(k, v, 0) > (cap if cap is not None else v):
+            raise ValueError(f"{k} must be an integer in 0..{cap} (at most the narrowest hidden layer's "
+                             f"width, {cap}), got {v}")
+    check_bool("shuffle", shuffle)
     has_bias = model.layers[0].bias is not None
     if n_constant and not has_bias:
         raise ValueError("constant neurons need biases (their output is folded into the next bias)")

@@ -31,7 +31,7 @@ from scipy.optimize import linear_sum_assignment
 from .models.attention import AttentionNetwork, MultiHeadAttention
 from .models.mlp import ACTIVATIONS, MLP
 from .seeds import torch_generator
-from .validation import check_float, check_int, check_tensor
+from .validation import check_bool, check_float, check_int, check_tensor
 
 __all__ = [
     "KINDS",
@@ -147,8 +147,10 @@ class SymmetryElement:
         return m
 
     def act(self, z: Tensor) -> Tensor:
-        """k z for z of shape (..., d)."""
-        if z.shape[-1] != self.dim:
+        """k z for z of shape (..., d); integer and bool z are cast to the default float
+        dtype first (a non-integer scale must never be applied in integer arithmetic)."""
+        z = _real_float("z", z)
+        if z.ndim == 0 or z.shape[-1] != self.dim:
             raise ValueError(f"this element acts on R^{self.dim}, got a tensor of shape {tuple(z.shape)}")
         return z[..., self.perm.to(z.device)] * self.scale.to(device=z.device, dtype=z.dtype)
 
@@ -185,6 +187,8 @@ class SymmetryElement:
         return weight[:, self.perm.to(weight.device)] / s
 
     def allclose(self, other: "SymmetryElement", tol: float = 1e-6) -> bool:
+        """Same permutation and scales within ``tol`` (absolute)."""
+        check_float("tol", tol, 0.0)
         return self.dim == other.dim and torch.equal(self.perm, other.perm) and bool(
             torch.allclose(self.scale, other.scale, atol=tol, rtol=0))
 
@@ -192,6 +196,15 @@ class SymmetryElement:
         if self.dim <= 8:
             return f"SymmetryElement(perm={self.perm.tolist()}, scale={[round(s, 4) for s in self.scale.tolist()]})"
         return f"SymmetryElement(dim={self.dim})"
+
+
+def _real_float(name: str, x: Tensor) -> Tensor:
+    """``x`` checked by the tensor gate (a tensor with data, not meta), integer and bool
+    entries cast to the default float dtype (as :meth:`eqlib.actions.MatrixAction.act`)."""
+    check_tensor(name, x)
+    if x.is_floating_point() or x.is_complex():
+        return x
+    return x.to(torch.get_default_dtype())
 
 
 def _is_monomial(m: Tensor, tol: float) -> bool:
@@ -359,8 +372,15 @@ def act_on_layer(weight: Tensor, bias: Tensor | None, k_out: SymmetryElement | N
 
     ``None`` stands for the identity.
 
+    Integer and bool ``weight``/``bias`` are cast to the default float dtype first (the
+    scales need not be integers); meta tensors are refused.
+
     Chapter: *Parameter symmetries*.
     """
+    weight = _real_float("weight", weight)
+    if weight.ndim != 2:
+        raise ValueError(f"weight must have 2 dimensions (d_out, d_in), got shape {tuple(weight.shape)}")
+    bias = None if bias is None else _real_float("bias", bias)
     if k_in is not None:
         if k_in.dim != weight.shape[1]:
             raise ValueError(f"k_in acts on R^{k_in.dim} but the weight has {weight.shape[1]} columns")
@@ -395,6 +415,7 @@ def apply_symmetry(model: MLP, ks: Sequence[SymmetryElement | None], check: bool
     """
     if not isinstance(model, MLP):
         raise TypeError(f"apply_symmetry needs an eqlib MLP, got {type(model).__name__}")
+    check_bool("check", check), check_float("tol", tol, 0.0)
     L = model.depth
     ks = list(ks)
     if len(ks) != L - 1:

@@ -35,7 +35,7 @@ from ..actions import (Action, MatrixAction, PermutationAction, check_homomorphi
 from ..groups import FiniteGroup, GroupElement, flip
 from ..models.attention import AttentionNetwork, MultiHeadAttention
 from ..models.base import Model
-from ..validation import check_float, check_tensor, show
+from ..validation import check_bool, check_float, check_tensor, show
 from ..symmetries import random_invertible, apply_attention_symmetry, sample_attention_symmetry
 from .result import MonomialAction
 
@@ -857,6 +857,7 @@ def hide_attention_network(net: Model, seed: int = 0, log_scale: float = 0.5,
 
     Chapter: *Attention* (book/part2/08_attention).
     """
+    check_bool("heads", heads)
     layers = list(net.layers) if isinstance(net, Model) else None
     if not layers or not all(isinstance(l, MultiHeadAttention) for l in layers):
         raise TypeError("net must be a Model whose layers are all MultiHeadAttention layers")
@@ -954,6 +955,7 @@ def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray |
 
     Chapter: *Attention* (book/part2/08_attention).
     """
+    check_bool("positional", positional), check_bool("hide", hide)
     G = action_in.group
     if isinstance(head_perms, dict):
         head_perms = np.stack([np.asarray(head_perms[g] if g in head_perms else head_perms[g.name]) for g in G])

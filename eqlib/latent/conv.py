@@ -33,6 +33,7 @@ from ..groups import FiniteGroup, GroupElement, cyclic
 from ..models.base import Model
 from ..models.convnet import SameConv, conv_net
 from ..symmetries import SymmetryElement
+from ..validation import check_bool
 from .units import match_units
 
 __all__ = ["rotate", "c4_channel_action", "act_on_images", "transport_conv", "PlantedConv",
@@ -193,6 +194,7 @@ def plant_c4_conv(blocks: list[list[str]], size: int = 7, kernel: int = 3, hide:
 
     Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
+    check_bool("hide", hide)
     if not isinstance(blocks, (list, tuple)):
         raise TypeError(f"blocks must be a list of channel blocks, got {type(blocks).__name__}")
     if len(blocks) < 2:

@@ -10,7 +10,7 @@ import torch
 from ..actions import Action, check_equivariance
 from ..submodels import reduce
 from ..symmetries import symmetry_group
-from ..validation import check_finite, check_float, check_int, check_tensor
+from ..validation import check_bool, check_finite, check_float, check_int, check_tensor
 from .lstsq import paired_features, fit_linear_action
 from .result import LatentActions, dense_action, homomorphism_error, layer_errors
 from .weights import layer_kind, lift_action, maybe_degenerate, mlp_layers, recover_by_weights
@@ -104,6 +104,7 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
             raise TypeError(f"{name} must be an eqlib Action, got {type(rho).__name__}")
     if tol is not None:
         check_float("tol", tol, 0.0)
+    check_bool("reduce", reduce)
     check_int("num_probes", num_probes, 1), check_int("seed", seed, 0)
     check_float("fit_fraction", fit_fraction, 0.0, 1.0, low_open=True)
     check_float("ridge", ridge, 0.0), check_float("noise_scale", noise_scale, 0.0, low_open=True)

@@ -35,7 +35,7 @@ from ..actions import Action
 from ..groups import GroupElement
 from ..models.base import Model
 from ..models.mlp import ACTIVATIONS, MLP, Dense
-from ..validation import check_choice, check_float, check_int, check_tensor
+from ..validation import check_bool, check_choice, check_float, check_int, check_tensor
 
 __all__ = ["LinearFit", "SAMPLINGS", "fit_linear_action", "linear_equivariance_error", "paired_features",
            "relative_errors", "row_space_factor"]
@@ -303,7 +303,7 @@ def paired_features(
     shape = tuple(input_shape) if input_shape is not None else (act.dim,)
     check_int("seed", seed, 0), check_int("chunk_size", chunk_size, 1)
     check_float("noise_scale", noise_scale, 0.0, low_open=True)
-    check_choice("sampling", sampling, SAMPLINGS)
+    check_choice("sampling", sampling, SAMPLINGS), check_bool("use_adjoint", use_adjoint)
     generated = not isinstance(samples, torch.Tensor)
     if generated:
         samples = check_int("samples", samples, 2)

@@ -34,6 +34,7 @@ from ..actions import Action, equivariant_basis, reynolds
 from ..groups import FiniteGroup
 from ..models.mlp import MLP, ODD_ACTIVATIONS
 from ..symmetries import SymmetryElement, apply_symmetry, symmetry_group
+from ..validation import check_bool, check_float, check_int, check_sequence
 from .result import MonomialAction
 
 __all__ = ["sign_characters", "hidden_representation", "equivariant_weight", "plant_equivariant"]
@@ -66,6 +67,7 @@ def hidden_representation(group: FiniteGroup, dim: int, signed: bool, seed: int 
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
+    dim, signed = check_int("dim", dim, 0), check_bool("signed", signed)
     n = group.order
     rng = np.random.default_rng(seed)
     chars = sign_characters(group) if signed else [np.ones(n)]
@@ -140,12 +142,19 @@ def plant_equivariant(group: FiniteGroup, rho_in: Action, rho_out: Action, width
         every layer equivariant (as a :class:`~eqlib.latent.MonomialAction`).
 
     Raises:
-        ValueError: mismatched dimensions, a signed hidden representation with a
-            non-odd activation, an unknown ``hidden``.
+        TypeError: ``widths`` not an ordered sequence (a set), a flag not True/False.
+        ValueError: mismatched dimensions, non-integer widths, ``gain`` not a normal
+            positive number, a signed hidden representation with a non-odd activation,
+            an unknown ``hidden``.
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
-    widths = [int(w) for w in widths]
+    widths = [check_int(f"widths[{i}]", w, 1) for i, w in enumerate(check_sequence("widths", widths))]
+    tiny = torch.finfo(torch.get_default_dtype()).tiny  # below it the weights underflow
+    if check_float("gain", gain, 0.0, low_open=True) < tiny:
+        raise ValueError(f"gain must be >= {tiny:g} (the smallest normal {torch.get_default_dtype()}; smaller "
+                         f"gains give weights that underflow to zero), got {gain!r}")
+    check_float("bias_scale", bias_scale, 0.0), check_bool("hide", hide)
     if len(widths) < 3:
         raise ValueError(f"need at least one hidden layer: widths {widths}")
     if rho_in.group != group or rho_out.group != group:

@@ -13,6 +13,8 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
+from ..validation import check_bool, check_tensor
+
 __all__ = ["assign", "match_units"]
 
 Tensor = torch.Tensor
@@ -34,6 +36,7 @@ def assign(similarity: Tensor, signed: bool) -> Tensor:
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
+    check_tensor("similarity", similarity), check_bool("signed", signed)
     if similarity.ndim != 2 or similarity.shape[0] != similarity.shape[1]:
         raise ValueError(f"need a square similarity matrix, got shape {tuple(similarity.shape)}")
     score = similarity.abs() if signed else similarity
@@ -76,6 +79,7 @@ def match_units(A: Tensor, B: Tensor, signed: bool = True, scaled: bool = False)
     Chapter: *The main theorem* (book/part2/06_main_theorem); used in *Reproducing the
     CIFAR-10 experiment* to pair filters with their mirror images.
     """
+    check_tensor("A", A), check_tensor("B", B), check_bool("signed", signed), check_bool("scaled", scaled)
     if A.ndim != 2 or A.shape != B.shape:
         raise ValueError(f"A and B must be matrices of one shape, got {tuple(A.shape)} and {tuple(B.shape)}")
     An, a_norm = _unit_rows(A)

@@ -44,6 +44,7 @@ from ..actions import Action, PermutationAction
 from ..groups import GroupElement
 from ..models.mlp import Dense
 from ..symmetries import SymmetryElement, symmetry_group
+from ..validation import check_bool, check_float
 from .result import MonomialAction, dense_action
 from .units import match_units
 
@@ -174,6 +175,7 @@ def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
+    check_float("tol", tol, 0.0), check_bool("check_clones", check_clones)
     layers = mlp_layers(model)
     L, G = len(layers), rho_in.group
     kinds = [layer_kind(l.activation) for l in layers[:-1]]

@@ -10,7 +10,7 @@ import torch
 
 from eqlib import actions, groups
 from eqlib.data import load_cifar10
-from eqlib.models import MLP
+from eqlib.models import MLP, Model
 from eqlib.models.cnn import VGG
 from eqlib.train import TrainConfig, train
 from eqlib.validation import check_sequence
@@ -102,3 +102,187 @@ def test_train_refuses_devices_that_do_not_exist(device):
     labels = torch.randint(0, 3, (8,))
     with pytest.raises(ValueError, match="device"):
         train(MLP([3072, 4, 3], seed=0), images, labels, TrainConfig(epochs=1), device=device, progress=False)
+
+
+# -- symmetries: tolerances (NaN disabled the checks) ---------------------------------------------
+
+def _tol_calls():
+    from eqlib.symmetries import SymmetryElement, apply_symmetry, intertwines, symmetry_group
+    k = SymmetryElement([1, 0], [1.0, -1.0])
+    K = symmetry_group("tanh", 2)
+    net = MLP([3, 2, 2], "tanh", seed=0)
+    return {
+        "from_matrix": lambda t: SymmetryElement.from_matrix(k.matrix(), tol=t),
+        "allclose": lambda t: k.allclose(k, tol=t),
+        "contains": lambda t: K.contains(k, tol=t),
+        "intertwines": lambda t: intertwines("tanh", k, torch.randn(4, 2), tol=t),
+        "apply_symmetry": lambda t: apply_symmetry(net, [k], tol=t),
+    }
+
+
+@pytest.mark.parametrize("name", ["from_matrix", "allclose", "contains", "intertwines", "apply_symmetry"])
+@pytest.mark.parametrize("tol", [float("nan"), -1e-3, float("-inf"), "0.1", True, None])
+def test_symmetry_tolerances_refuse_nan_and_negatives(name, tol):
+    call = _tol_calls()[name]
+    with pytest.raises((TypeError, ValueError), match="tol must be"):
+        call(tol)
+
+
+@pytest.mark.parametrize("name", ["from_matrix", "allclose", "contains", "intertwines", "apply_symmetry"])
+def test_symmetry_tolerances_accept_zero_and_positive(name):
+    call = _tol_calls()[name]
+    call(0.0), call(1e-6), call(0.5)
+
+
+@pytest.mark.parametrize("value", ["no", 0, None])
+def test_apply_symmetry_check_must_be_a_bool(value):
+    from eqlib.symmetries import SymmetryElement, apply_symmetry
+    with pytest.raises(TypeError, match="check must be True or False"):
+        apply_symmetry(MLP([3, 2, 2], "tanh", seed=0), [SymmetryElement([1, 0])], check=value)
+
+
+# -- latent: flags, widths, gain, plant_degenerate's counts ---------------------------------------
+
+def _latent_setup():
+    from eqlib.latent import plant_equivariant
+    G = groups.cyclic(2)
+    rho_in, rho_out = actions.regular(G), actions.regular(G)
+    net, _ = plant_equivariant(G, rho_in, rho_out, [2, 4, 2], "tanh", seed=0)
+    return G, rho_in, rho_out, net
+
+
+HEADS = [[0, 1], [1, 0]]
+
+
+def MIRROR():
+    from eqlib.latent.attention import patch_mirror_action
+    return patch_mirror_action((1, 4, 4), 2)
+
+
+def _flag_calls():
+    from eqlib import latent
+    from eqlib.latent import attention, conv, units, weights
+    from eqlib.latent.plant import hidden_representation
+    G, rho_in, rho_out, net = _latent_setup()
+    A, B = torch.randn(5, 3), torch.randn(5, 3)
+    return {
+        "latent_actions.reduce": lambda v: latent.latent_actions(net, rho_in, rho_out, reduce=v),
+        "plant_equivariant.hide": lambda v: latent.plant_equivariant(G, rho_in, rho_out, [2, 4, 2], hide=v),
+        "hidden_representation.signed": lambda v: hidden_representation(G, 4, v),
+        "match_units.signed": lambda v: units.match_units(A, B, signed=v),
+        "match_units.scaled": lambda v: units.match_units(A, B, scaled=v),
+        "assign.signed": lambda v: units.assign(A.T @ B, v),
+        "recover_by_weights.check_clones": lambda v: weights.recover_by_weights(net, rho_in, rho_out,
+                                                                              check_clones=v),
+        "paired_features.use_adjoint": lambda v: latent.paired_features(net, rho_in, G.elements[1], samples=8,
+                                                                         use_adjoint=v),
+        "plant_c4_conv.hide": lambda v: conv.plant_c4_conv([["trivial"], ["regular"], ["trivial"]], hide=v),
+        "plant_attention_equivariant.hide": lambda v: attention.plant_attention_equivariant(
+            MIRROR(), HEADS, hide=v),
+        "plant_attention_equivariant.positional": lambda v: attention.plant_attention_equivariant(
+            MIRROR(), HEADS, positional=v),
+        "hide_attention_network.heads": lambda v: attention.hide_attention_network(
+            Model([latent.plant_attention_equivariant(MIRROR(), HEADS).layer] * 2), heads=v),
+    }
+
+
+FLAGS = ["latent_actions.reduce", "plant_equivariant.hide", "hidden_representation.signed",
+         "match_units.signed", "match_units.scaled", "assign.signed", "recover_by_weights.check_clones",
+         "paired_features.use_adjoint", "plant_c4_conv.hide", "plant_attention_equivariant.hide",
+         "plant_attention_equivariant.positional", "hide_attention_network.heads"]
+
+
+@pytest.mark.parametrize("flag", FLAGS)
+@pytest.mark.parametrize("value", ["no", 0, None])
+def test_latent_flags_must_be_bools(flag, value):
+    """latent_actions(reduce='no') reduced the network ('no' is truthy)."""
+    call = _flag_calls()[flag]
+    with pytest.raises(TypeError, match=rf"{flag.split('.')[1]} must be True or False"):
+        call(value)
+
+
+@pytest.mark.parametrize("widths", [{2, 4}, frozenset({2, 4, 2}), {"a": 2}, "242", 4],
+                         ids=["set", "frozenset", "dict", "str", "int"])
+def test_plant_equivariant_widths_must_be_a_sequence(widths):
+    from eqlib.latent import plant_equivariant
+    G, rho_in, rho_out, _ = _latent_setup()
+    with pytest.raises(TypeError, match="widths must be a list"):
+        plant_equivariant(G, rho_in, rho_out, widths)
+
+
+@pytest.mark.parametrize("widths", [[2, 5.9, 2], [2, 4.5, 2], [2, float("nan"), 2], [2, 0, 2], [2, -4, 2]])
+def test_plant_equivariant_widths_must_be_integers(widths):
+    """plant_equivariant(widths=[6, 5.9, 4]) truncated 5.9 to 5."""
+    from eqlib.latent import plant_equivariant
+    G, rho_in, rho_out, _ = _latent_setup()
+    with pytest.raises(ValueError, match=r"widths\[1\] must be an integer"):
+        plant_equivariant(G, rho_in, rho_out, widths)
+
+
+@pytest.mark.parametrize("gain", [float("nan"), 0.0, -1.0, float("inf"), 1e-45])
+def test_plant_equivariant_gain_must_be_positive(gain):
+    from eqlib.latent import plant_equivariant
+    G, rho_in, rho_out, _ = _latent_setup()
+    with pytest.raises(ValueError, match="gain must be"):
+        plant_equivariant(G, rho_in, rho_out, [2, 4, 2], gain=gain)
+
+
+def test_plant_equivariant_still_takes_integral_widths():
+    import numpy as np
+    from eqlib.latent import plant_equivariant
+    G, rho_in, rho_out, _ = _latent_setup()
+    net, _ = plant_equivariant(G, rho_in, rho_out, (2, np.int64(4), 4.0, 2))
+    assert net.widths == [2, 4, 4, 2]
+
+
+@pytest.mark.parametrize("count", ["n_dead", "n_constant", "n_clones", "n_negated"])
+def test_plant_degenerate_counts_are_bounded_by_the_width(count):
+    """plant_degenerate(n_dead=10**6) ran for minutes (a loop per neuron)."""
+    from eqlib.submodels import plant_degenerate
+    net = MLP([3, 5, 4, 2], "tanh", seed=0)
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=rf"{count} must be an integer in 0\.\.4.*narrowest hidden layer"):
+        plant_degenerate(net, **{count: 10**6})
+    with pytest.raises(ValueError, match=rf"{count} must be an integer in 0\.\.4"):
+        plant_degenerate(net, **{count: 5})
+    assert time.perf_counter() - t0 < 1.0
+    assert plant_degenerate(net, **{count: 4}).widths[1] > 5
+
+
+# -- seeds and devices ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", [2**63, 2**64, 2**100, -1, True, False, 1.5, float("nan"), "3"])
+def test_seed_helpers_refuse_seeds_outside_63_bits(seed):
+    """seeds >= 2**64 overflowed deep inside torch; bools were taken as 0/1."""
+    from eqlib.seeds import numpy_rng, torch_generator
+    for helper in (torch_generator, numpy_rng):
+        with pytest.raises((TypeError, ValueError), match="seed must be"):
+            helper(seed)
+
+
+def test_seed_helpers_take_the_largest_seed():
+    from eqlib.seeds import numpy_rng, torch_generator
+    assert torch_generator(2**63 - 1).initial_seed() == 2**63 - 1
+    numpy_rng(2**63 - 1), torch_generator(0), numpy_rng(None)
+
+
+@pytest.mark.parametrize("name", ["cpu:1", "cpu:0 ", "gpu", "cuda:99", "", "meta", 3.5, True])
+def test_default_device_refuses_devices_that_do_not_exist(name, monkeypatch):
+    """default_device('cpu:1') returned device('cpu', index=1)."""
+    from eqlib.device import default_device
+    with pytest.raises((TypeError, ValueError), match="device"):
+        default_device(name)
+    monkeypatch.setenv("EQLIB_DEVICE", "cpu:1")
+    with pytest.raises(ValueError, match="EQLIB_DEVICE"):
+        default_device()
+
+
+def test_default_device_takes_real_devices(monkeypatch):
+    from eqlib.device import default_device
+    assert default_device("cpu") == torch.device("cpu")
+    assert default_device(torch.device("cpu")) == torch.device("cpu")
+    assert default_device("cpu:0") == torch.device("cpu:0")
+    if torch.cuda.is_available():
+        assert default_device(f"cuda:{torch.cuda.device_count() - 1}").type == "cuda"
+    monkeypatch.setenv("EQLIB_DEVICE", "cpu")
+    assert default_device() == torch.device("cpu")

@@ -179,3 +179,42 @@ def test_finite_divergence_is_noticed():
 def test_train_config_refuses_seeds_beyond_64_bits():
     with pytest.raises(ValueError, match="TrainConfig.seed"):
         TrainConfig(seed=2**64)
+
+
+# -- symmetries: SymmetryElement.act and act_on_layer (issue 21, item 5) --------------------------
+
+@pytest.mark.parametrize("dtype", INTS + [torch.bool])
+def test_symmetry_element_never_truncates_integer_inputs(dtype):
+    """SymmetryElement.act applied a non-integer scale in the input's integer dtype (truncated)."""
+    from eqlib.symmetries import SymmetryElement, act_on_layer
+    k = SymmetryElement([1, 0], [0.5, -1.5])
+    z = torch.tensor([[1, 1], [0, 1]], dtype=dtype)
+    got = k.act(z)
+    assert got.dtype == torch.get_default_dtype()
+    assert torch.equal(got, k.act(z.to(torch.get_default_dtype())))
+    w = torch.tensor([[1, 0], [1, 1]], dtype=dtype)
+    b = torch.tensor([1, 1], dtype=dtype)
+    w2, b2 = act_on_layer(w, b, k_out=k, k_in=k)
+    wf, bf = act_on_layer(w.to(torch.get_default_dtype()), b.to(torch.get_default_dtype()), k_out=k, k_in=k)
+    assert w2.dtype == b2.dtype == torch.get_default_dtype()
+    assert torch.equal(w2, wf) and torch.equal(b2, bf)
+
+
+def test_symmetry_element_keeps_float_precisions():
+    from eqlib.symmetries import SymmetryElement
+    k = SymmetryElement([1, 0], [2.0, 3.0])
+    for dtype in FLOATS:
+        assert k.act(torch.ones(2, dtype=dtype)).dtype == dtype
+
+
+def test_symmetries_refuse_meta_tensors_clearly():
+    from eqlib.symmetries import SymmetryElement, act_on_layer
+    k = SymmetryElement([1, 0])
+    with pytest.raises(ValueError, match="z is a meta tensor"):
+        k.act(torch.ones(3, 2, device="meta"))
+    with pytest.raises(ValueError, match="weight is a meta tensor"):
+        act_on_layer(torch.ones(2, 2, device="meta"), None, k, k)
+    with pytest.raises(ValueError, match="bias is a meta tensor"):
+        act_on_layer(torch.ones(2, 2), torch.ones(2, device="meta"), k, k)
+    with pytest.raises(TypeError, match="weight must be a torch.Tensor"):
+        act_on_layer([[1.0, 0.0], [0.0, 1.0]], None, k, k)
