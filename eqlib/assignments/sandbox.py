@@ -86,6 +86,22 @@ def _env(scratch: str) -> dict[str, str]:
             "PYTHONNOUSERSITE": "1", "NBGRADER_EXECUTION": "autograde", "EQLIB_SANDBOX": "1"}
 
 
+def _kept_under_tmp(env: dict[str, str]) -> list[str]:
+    """The package folder and ``EQLIB_DATA`` where they lie under ``/tmp`` or ``/dev/shm``.
+
+    The sandbox gets an empty ``/tmp``; a checkout or a data copy there (as in a CI clone)
+    is bound back read-only, or the student's kernel could not import eqlib or load data.
+    """
+    keep = []
+    for raw in (str(PACKAGE_ROOT), env.get("EQLIB_DATA", "")):
+        if not raw:
+            continue
+        path = Path(raw).resolve()
+        if path.exists() and any(path == Path(t) or Path(t) in path.parents for t in ("/tmp", "/dev/shm")):
+            keep.append(str(path))
+    return keep
+
+
 def command(scratch: Path, argv: list[str], hide: list[Path], how: str | None = None) -> tuple[list[str], dict]:
     """The command line that runs ``argv`` in the sandbox, with ``scratch`` writable."""
     how = how or method()
@@ -95,6 +111,8 @@ def command(scratch: Path, argv: list[str], hide: list[Path], how: str | None = 
     if how == "bwrap":
         cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--uid", "65534", "--gid", "65534",
                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
+        for keep in _kept_under_tmp(env):  # the package and the data, should they lie under /tmp
+            cmd += ["--ro-bind", keep, keep]
         for h in hidden:
             cmd += ["--tmpfs", h, "--remount-ro", h]
         cmd += ["--bind", scratch, scratch, "--chdir", scratch, "--clearenv"]

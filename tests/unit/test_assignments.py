@@ -164,6 +164,21 @@ def test_student_program_restores_locked_cells_and_records_checks():
 
 # ---------------------------------------------------------------------------------------- sandbox
 
+def test_a_checkout_and_data_under_tmp_stay_visible_in_the_sandbox(tmp_path, monkeypatch):
+    """The sandbox's /tmp is empty; a CI clone or a data copy under /tmp is bound back read-only."""
+    checkout, data = Path("/tmp") / tmp_path.name / "checkout", tmp_path / "data"
+    checkout.mkdir(parents=True)
+    data.mkdir()
+    monkeypatch.setattr(sandbox, "PACKAGE_ROOT", checkout)
+    monkeypatch.setenv("EQLIB_DATA", str(data))
+    cmd, _ = sandbox.command(tmp_path / "scratch", ["true"], [], "bwrap")
+    binds = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--ro-bind"]
+    assert str(checkout.resolve()) in binds and str(data.resolve()) in binds
+    assert cmd.index("--tmpfs") < cmd.index(str(checkout.resolve()))  # after the empty /tmp
+    checkout.rmdir()
+    checkout.parent.rmdir()
+
+
 @pytest.mark.skipif(sandbox.method() == "none", reason="no bubblewrap and no user namespaces here")
 @pytest.mark.parametrize("how", ["bwrap", "unshare"])
 def test_sandbox_hides_forbids_and_limits(how, tmp_path):
