@@ -17,7 +17,7 @@ __all__ = ["DEFAULT_SEED", "MAX_SEED", "torch_generator", "numpy_rng"]
 #: what ``seed=None`` means everywhere in eqlib
 DEFAULT_SEED = 0
 
-#: the largest seed: torch's generators take 64-bit seeds (signed, so that every seed
+#: The largest seed; torch's generators take 64-bit seeds (signed, so that every seed
 #: has one meaning on every backend); bools and non-integral floats are refused too
 MAX_SEED = 2**63 - 1
 

@@ -66,7 +66,7 @@ def _tensor_array(t) -> np.ndarray:
     return t.resolve_conj().resolve_neg().numpy().copy()
 
 
-def encode(value, writer: _Writer | None = None, templates=None):
+def encode(value, writer=None, templates=None):
     """``(tree, arrays)`` for ``value``; raises ``Refused`` for anything else."""
     w = writer or _Writer()
     tree = _enc(value, w, 0)

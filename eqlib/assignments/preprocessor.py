@@ -38,7 +38,7 @@ class SandboxedExecute(NbGraderPreprocessor):
     timeout = Integer(60, help="seconds per cell").tag(config=True)
     notebook_timeout = Integer(600, help="seconds for the whole notebook").tag(config=True)
     memory_gb = Float(16.0, help="address-space limit of the sandbox, GiB").tag(config=True)
-    sandbox = Unicode("auto", help="auto, bwrap, unshare or none (no isolation: for trusted tests only)"
+    sandbox = Unicode("auto", help="auto, bwrap, unshare or none (none gives no isolation, for trusted tests only)"
                       ).tag(config=True)
     hide = List(Unicode(), help="more folders the sandbox must not see").tag(config=True)
 

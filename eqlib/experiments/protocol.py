@@ -210,7 +210,7 @@ def parse_seeds(text: str) -> tuple[int, ...]:
 
     Raises:
         ValueError: for an empty list, a non-integer, a negative seed, a seed above
-            :data:`MAX_SEED`, more than :data:`MAX_SEEDS` seeds (checked before a range is
+            ``MAX_SEED``, more than ``MAX_SEEDS`` seeds (checked before a range is
             expanded) or a repeated seed.
 
     Chapters: Part III, *Experiments*.
