@@ -632,7 +632,7 @@ def regular(group: FiniteGroup) -> PermutationAction:
     """The regular representation on ``R^|G|``: ρ(g) e_h = e_{gh}.
 
     Raises:
-        ValueError: for a group of order above ``REGULAR_MAX_ORDER`` (its |G| × |G|
+        ValueError: for a group of order above ``REGULAR_MAX_ORDER`` (its ``|G| × |G|``
             index table, and every use of the action, would take minutes and gigabytes).
 
     Chapter: *Groups and actions*.
