@@ -120,12 +120,19 @@ def command(scratch: Path, argv: list[str], hide: list[Path], how: str | None = 
             cmd += ["--setenv", k, v]
         return cmd + ["--"] + argv, env
     if how == "unshare":
-        # park the scratch folder on /dev/shm, hide, make / read-only, move it back
-        script = ["set -e", "mount --make-rprivate /", f"mount --bind '{scratch}' /dev/shm"]
+        # park the scratch folder and the kept paths on a private /dev/shm, hide, empty /tmp,
+        # move them back, make everything but the scratch folder read-only
+        keep = [k for k in _kept_under_tmp(env) if "'" not in k]
+        script = ["set -e", "mount --make-rprivate /", "mount -t tmpfs none /dev/shm",
+                  "mkdir /dev/shm/scratch", f"mount --bind '{scratch}' /dev/shm/scratch"]
+        for i, k in enumerate(keep):
+            script += [f"mkdir /dev/shm/keep{i}", f"mount --bind '{k}' /dev/shm/keep{i}"]
         script += [f"mount -t tmpfs -o ro none '{h}'" for h in hidden if "'" not in h]
         script += ["mount -t tmpfs none /tmp"]
-        script += [f"mkdir -p '{scratch}'", f"mount --move /dev/shm '{scratch}'",
-                   "for m in $(awk '{print $2}' /proc/self/mounts); do "
+        for i, k in enumerate(keep):  # before the scratch folder, which may lie inside one
+            script += [f"mkdir -p '{k}'", f"mount --move /dev/shm/keep{i} '{k}'"]
+        script += [f"mkdir -p '{scratch}'", f"mount --move /dev/shm/scratch '{scratch}'"]
+        script += ["for m in $(awk '{print $2}' /proc/self/mounts); do "
                    f"[ \"$m\" = '{scratch}' ] || mount -o remount,bind,ro \"$m\" 2>/dev/null || true; done",
                    f"cd '{scratch}'", 'exec "$@"']
         cmd = ["unshare", "--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", "--mount-proc",

@@ -271,3 +271,35 @@ def test_grade_needs_a_released_course(tmp_path):
         assignments.release(tmp_path)
     with pytest.raises(ValueError, match="grade first"):
         assignments.review(tmp_path, "alice")
+
+
+@pytest.mark.skipif(sandbox.method() == "none", reason="no bubblewrap and no user namespaces here")
+@pytest.mark.parametrize("how", ["bwrap", "unshare"])
+def test_sandbox_keeps_a_checkout_under_tmp_readable(how, tmp_path, monkeypatch):
+    # a CI clone lies under /tmp, which the sandbox empties: the package and the data come back
+    if how == "bwrap" and not sandbox._works(["bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"]):
+        pytest.skip("bubblewrap missing")
+    checkout, data, scratch = tmp_path / "clone" / "main", tmp_path / "data", tmp_path / "scratch"
+    for folder in (checkout, data, scratch):
+        folder.mkdir(parents=True)
+    (checkout / "eqlib.txt").write_text("package")
+    (data / "cifar.txt").write_text("data")
+    (tmp_path / "other.txt").write_text("hidden")
+    monkeypatch.setattr(sandbox, "PACKAGE_ROOT", checkout)
+    monkeypatch.setenv("EQLIB_DATA", str(data))
+    probe = f"""
+import os, pathlib
+out = [pathlib.Path({str(checkout / 'eqlib.txt')!r}).read_text(),
+       pathlib.Path({str(data / 'cifar.txt')!r}).read_text(),
+       os.path.exists({str(tmp_path / 'other.txt')!r})]
+try:
+    open({str(checkout / 'eqlib.txt')!r}, "a").write("x")
+    out.append("wrote")
+except OSError:
+    out.append("denied")
+pathlib.Path("result.txt").write_text(repr(out))
+"""
+    result = sandbox.run(scratch, [sys.executable, "-c", probe], [], sandbox.Limits(wall_s=60), how)
+    assert result.returncode == 0, result.stderr
+    assert eval((scratch / "result.txt").read_text()) == ["package", "data", False, "denied"]
+    assert (checkout / "eqlib.txt").read_text() == "package"
