@@ -183,3 +183,15 @@ def test_parse_setting_types_tuple_elements_from_the_default():
         P.parse_setting("config=64,Q", full)
     with pytest.raises(ValueError, match="expected an integer"):
         P.parse_setting("epochs=2.5", BUDGETS["laptop"])
+
+
+def test_every_recorded_json_is_strict():
+    # strict parsers (RFC 8259) reject NaN/Infinity tokens; write_json notes them instead
+    def refuse(token):
+        raise ValueError(f"non-standard JSON token {token}")
+
+    recorded = sorted((Path(__file__).resolve().parents[2] / "book").rglob("recorded/*.json"))
+    assert recorded
+    for path in recorded:
+        json.loads(path.read_text(), parse_constant=refuse)
+        P.load_json(path, required=())  # and reads back, the non-finite numbers restored
