@@ -55,7 +55,7 @@ from torch import nn
 from ..budget import budget as select_budget
 from ..budget import budget_choices
 from ..device import default_device
-from ..io import atomic_write, cache_dir, config_hash, warn_once
+from ..io import atomic_write, cache_dir, config_hash, content_hash, warn_once
 from ..matching import (apply_permutation, interpolate, involution_distance, match_activations, repair,
                         reset_bn)
 from ..models.cnn import VGG, MirrorGCNN, conv_layers, flip_filters, mirror_invariance_error
@@ -663,12 +663,14 @@ def _store_cached(path: Path, results: dict[str, Any]) -> None:
 
 
 def _fingerprint(networks, data) -> str:
-    nets = {f"{v}@{w:g}": [round(float(sum(t.double().sum() for t in n.state_dict().values() if t.is_floating_point())), 6)
-                           for n in ns] for (v, w), ns in networks.items()}
+    """The identity of a run's inputs: every network's parameters and buffers and every
+    merge and test image and label, hashed byte for byte (:func:`eqlib.io.content_hash`)."""
+    nets = {f"{v}@{w:g}": [{k: content_hash(t) for k, t in n.state_dict().items()} for n in ns]
+            for (v, w), ns in networks.items()}
     _, md = data
-    return config_hash({"nets": nets, "match": round(float(md.match.double().sum()), 3),
-                        "test": [list(md.test_images.shape), int(md.test_labels.sum()),
-                                 float(md.test_images[:, :, ::4, ::4].double().sum())]})
+    return config_hash({"nets": nets, "match": content_hash(md.match),
+                        "test_images": content_hash(md.test_images),
+                        "test_labels": content_hash(md.test_labels)})
 
 
 def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_root: str | None = None,

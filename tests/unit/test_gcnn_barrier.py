@@ -322,3 +322,23 @@ def test_scale_invariant_distance_invariance_and_minimum(seed):
         gb.min_scaled_filter_distance(net, {"conv1": perms["conv1"]})
     with pytest.raises(ValueError, match="BatchNorm"):
         gb.rescale_channels(VGG(CFG, seed=0, batchnorm=False))
+
+
+def test_results_cache_key_is_the_content_of_networks_and_data():
+    # a key from sums or samples would let two different runs share cached results
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 3)
+    images = torch.rand(6, 3, 8, 8)
+    data = (None, gb.MergeData(images[:2], images[2:], torch.tensor([0, 1, 0, 1])))
+    key = gb._fingerprint({("plain", 1.0): [net]}, data)
+    swapped = copy.deepcopy(net)
+    with torch.no_grad():  # the same sum of weights, other weights
+        swapped.weight[0, 0], swapped.weight[0, 1] = net.weight[0, 1], net.weight[0, 0]
+    assert gb._fingerprint({("plain", 1.0): [swapped]}, data) != key
+    moved = images.clone()
+    moved[2, 0, 1, 1] += 0.5  # a pixel a ::4 sample never sees, in a test image
+    other = (None, gb.MergeData(moved[:2], moved[2:], torch.tensor([0, 1, 0, 1])))
+    assert gb._fingerprint({("plain", 1.0): [net]}, other) != key
+    labels = (None, gb.MergeData(images[:2], images[2:], torch.tensor([1, 0, 0, 1])))
+    assert gb._fingerprint({("plain", 1.0): [net]}, labels) != key  # same label sum
+    assert gb._fingerprint({("plain", 1.0): [copy.deepcopy(net)]}, data) == key
