@@ -17,6 +17,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import io
+import errno
 import json
 import math
 import os
@@ -128,17 +129,44 @@ class CorruptFileError(RuntimeError):
 def cache_dir(*parts: str) -> Path:
     """``$EQLIB_CACHE`` (default ``~/.cache/eqlib``) joined with ``parts``, created if needed.
 
+    New folders are made no wider than ``0755`` (the user's umask can only narrow that).
+    A cache folder is trusted only if the current user (or root) owns it and nobody else
+    may write to it: another user could otherwise plant data, models or results in it. Such a
+    folder (the root or any folder below it) is refused with a ``PermissionError`` that
+    says how to fix it; callers that treat the cache as optional then go on uncached.
     The first call for a folder in a process removes stale temporary files there (see
-    :func:`clean_stale_temporaries`). Raises OSError if the folder cannot be created
-    (callers that treat the cache as optional catch it and go on uncached).
+    :func:`clean_stale_temporaries`). Raises OSError if the folder cannot be created.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
     root = Path(os.environ.get("EQLIB_CACHE") or Path.home() / ".cache" / "eqlib").expanduser()
     path = root.joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
+    for folder in [root, *(root.joinpath(*parts[:k]) for k in range(1, len(parts) + 1))]:
+        if folder == root:
+            folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+        else:
+            folder.mkdir(mode=0o755, exist_ok=True)
+        _check_trusted(folder)
     if path not in _cleaned:
         _cleaned.add(path)
         clean_stale_temporaries(path)
     return path
+
+
+def _check_trusted(folder: Path) -> None:
+    """Refuse a cache folder that another user owns or that others may write to."""
+    if not hasattr(os, "getuid"):  # no POSIX owners (Windows): nothing to check
+        return
+    st = folder.stat()
+    if st.st_uid not in (os.getuid(), 0):
+        raise PermissionError(errno.EACCES, f"the cache folder is owned by user id {st.st_uid}, not by you "
+                              f"(user id {os.getuid()}), so its files cannot be trusted; set EQLIB_CACHE to "
+                              "a folder of your own", str(folder))
+    if st.st_mode & 0o022:
+        raise PermissionError(errno.EACCES, f"the cache folder is writable by others (mode "
+                              f"{st.st_mode & 0o777:o}), so its files cannot be trusted; run "
+                              f"`chmod go-w {folder}` or set EQLIB_CACHE to a folder of your own",
+                              str(folder))
 
 
 def _plain(value: Any, path: str) -> Any:

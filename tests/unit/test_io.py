@@ -27,6 +27,38 @@ def test_cache_dir_default(tmp_path, monkeypatch):
     assert eio.cache_dir() == tmp_path / ".cache" / "eqlib"
 
 
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+def test_cache_dir_refuses_folders_others_can_write_or_own(tmp_path, monkeypatch):
+    # another user could plant data, models or results in such a folder
+    monkeypatch.setenv("EQLIB_CACHE", str(tmp_path / "shared"))
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    os.chmod(tmp_path / "shared", 0o777)
+    with pytest.raises(PermissionError, match="writable by others.*chmod go-w"):
+        eio.cache_dir("data")
+    os.chmod(tmp_path / "shared", 0o755)
+    os.chmod(tmp_path / "shared" / "data", 0o775)  # a folder below the root too
+    with pytest.raises(PermissionError, match="writable by others"):
+        eio.cache_dir("data")
+    os.chmod(tmp_path / "shared" / "data", 0o755)
+    assert eio.cache_dir("data") == tmp_path / "shared" / "data"
+    if os.getuid() == 0:  # only root can give a folder away
+        os.chown(tmp_path / "shared" / "data", 12345, 12345)
+        with pytest.raises(PermissionError, match="owned by user id 12345"):
+            eio.cache_dir("data")
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX modes")
+def test_cache_dir_makes_folders_no_wider_than_0755(tmp_path, monkeypatch):
+    monkeypatch.setenv("EQLIB_CACHE", str(tmp_path / "c"))
+    old = os.umask(0)
+    try:
+        path = eio.cache_dir("models", "x")
+    finally:
+        os.umask(old)
+    for folder in (tmp_path / "c", tmp_path / "c" / "models", path):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o755, folder
+
+
 def test_config_hash_is_stable_and_order_free():
     a = eio.config_hash({"lr": 0.1, "widths": [3, 4], "act": "tanh"})
     b = eio.config_hash({"act": "tanh", "widths": [3, 4], "lr": 0.1})
