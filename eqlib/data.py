@@ -25,7 +25,9 @@ import pickle
 import re
 import stat as stat_module
 import tarfile
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import warnings
 import zlib
@@ -47,6 +49,7 @@ __all__ = [
     "CIFAR10_STD",
     "URL",
     "MD5",
+    "SHA256",
     "CIFAR10",
     "DataSource",
     "DataNotFoundError",
@@ -73,6 +76,10 @@ CIFAR10_MEAN: tuple[float, float, float] = (0.4914, 0.4822, 0.4465)
 CIFAR10_STD: tuple[float, float, float] = (0.2470, 0.2435, 0.2616)
 URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 MD5 = "c58f30108f718f92721af3b95e74349a"
+#: SHA-256 and size in bytes of the official archive (checked beside its md5).
+SHA256 = "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce"
+ARCHIVE_BYTES = 170_498_071
+_OFFICIAL_MD5 = MD5
 
 _SPLITS = ("train", "test")
 _BATCHES = {"train": [f"data_batch_{i}" for i in range(1, 6)], "test": ["test_batch"]}
@@ -367,29 +374,54 @@ def download_enabled(root: str | os.PathLike | None = None) -> bool:
     return os.environ.get("EQLIB_DOWNLOAD", "1").strip().lower() not in _OFF
 
 
+class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only to the same host, and never from https down to http."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
+        if new.hostname != old.hostname or (old.scheme == "https" and new.scheme != "https"):
+            raise DataNotFoundError(f"downloading {req.full_url} failed: the server redirects to "
+                                    f"{newurl}, another host or an unencrypted address; nothing was "
+                                    "kept. Download the archive yourself and set EQLIB_DATA")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
 def download_cifar10(dest: str | os.PathLike, url: str | None = None, md5: str | None = None,
-                     progress: bool = True, timeout: float = 60.0) -> Path:
+                     progress: bool = True, timeout: float = 60.0, sha256: str | None = None,
+                     max_bytes: int = 200_000_000, time_limit: float = 3600.0) -> Path:
     """Download the official archive (``url``, default ``URL``) into folder ``dest``
-    as ``cifar-10-python.tar.gz``, with a progress bar, and check its md5 (default ``MD5``).
+    as ``cifar-10-python.tar.gz``, with a progress bar, and check its md5 (default ``MD5``)
+    and, for the official archive or when ``sha256`` is given, its SHA-256 (``SHA256``).
 
     The file appears only when complete and checked: a server or network error, a
-    transfer shorter than announced, or a wrong md5 raises and leaves no file behind.
+    transfer shorter than announced, a wrong checksum, more than ``max_bytes`` bytes
+    (the official archive has ``ARCHIVE_BYTES``), a transfer that takes longer than
+    ``time_limit`` seconds in all (each read waits at most ``timeout`` seconds) or a
+    redirect to another host raises and leaves no file behind.
 
     Raises:
-        DataNotFoundError: if the server answers with an error or cannot be reached.
-        CorruptDataError: for a truncated transfer or a wrong md5.
+        DataNotFoundError: if the server answers with an error, cannot be reached or
+            redirects to another host.
+        CorruptDataError: for a truncated, oversized or too slow transfer, or a wrong
+            checksum.
 
     Chapter: *Groups and actions* (book/part1/02_groups_and_actions).
     """
     url, md5 = url or URL, md5 or MD5
+    sha256 = sha256 or (SHA256 if md5 == _OFFICIAL_MD5 else None)
+    timeout = check_float("timeout", timeout, 0, low_open=True)
+    time_limit = check_float("time_limit", time_limit, 0, low_open=True)
+    max_bytes = check_int("max_bytes", max_bytes, 1)
     target = Path(dest).expanduser() / "cifar-10-python.tar.gz"
-    digest = hashlib.md5()
+    digest, digest256 = hashlib.md5(), hashlib.sha256()
+    opener = urllib.request.build_opener(_SameHostRedirects)
 
     def write(f):
         from tqdm.auto import tqdm
 
+        start = time.monotonic()
         try:
-            response = urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 (fixed URL)
+            response = opener.open(url, timeout=timeout)  # noqa: S310 (fixed URL)
         except urllib.error.HTTPError as exc:
             raise DataNotFoundError(f"downloading {url} failed: the server answered "
                                     f"{exc.code} {exc.reason}; nothing was kept") from None
@@ -401,14 +433,28 @@ def download_cifar10(dest: str | os.PathLike, url: str | None = None, md5: str |
         with response:
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
+            if total is not None and total > max_bytes:
+                raise CorruptDataError(f"downloading {url}: the server announces {total:,} bytes, "
+                                       f"more than the {max_bytes:,} allowed (the official archive "
+                                       f"has {ARCHIVE_BYTES:,}); nothing was kept")
             done = 0
+            read = getattr(response, "read1", response.read)  # what has arrived, not a full MiB
             with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
                       desc="CIFAR-10", disable=not progress) as bar:
                 try:
-                    while chunk := response.read(1 << 20):
-                        digest.update(chunk)
-                        f.write(chunk)
+                    while chunk := read(1 << 20):
                         done += len(chunk)
+                        if done > max_bytes:
+                            raise CorruptDataError(f"downloading {url}: more than {max_bytes:,} "
+                                                   f"bytes (the official archive has "
+                                                   f"{ARCHIVE_BYTES:,}); nothing was kept")
+                        if time.monotonic() - start > time_limit:
+                            raise CorruptDataError(f"downloading {url} took longer than "
+                                                   f"{time_limit:g} s ({done:,} bytes so far); "
+                                                   "nothing was kept, try again later")
+                        digest.update(chunk)
+                        digest256.update(chunk)
+                        f.write(chunk)
                         bar.update(len(chunk))
                 except (OSError, http.client.HTTPException) as exc:
                     raise CorruptDataError(f"downloading {url} broke off after {done:,} bytes "
@@ -419,6 +465,9 @@ def download_cifar10(dest: str | os.PathLike, url: str | None = None, md5: str |
         if digest.hexdigest() != md5:
             raise CorruptDataError(f"download of {url} has md5 {digest.hexdigest()}, expected "
                                    f"{md5}; nothing was kept, try again")
+        if sha256 is not None and digest256.hexdigest() != sha256:
+            raise CorruptDataError(f"download of {url} has SHA-256 {digest256.hexdigest()}, "
+                                   f"expected {sha256}; nothing was kept, try again")
 
     return atomic_write(target, write)
 

@@ -8,6 +8,7 @@ import io
 import pickle
 import tarfile
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -46,12 +47,39 @@ def archive() -> bytes:
 @pytest.fixture(scope="module")
 def server(archive):
     """Serves ``/good`` (the archive), ``/short`` (announces the full length, sends half),
-    ``/error`` (HTTP 500); yields the base URL."""
+    ``/error`` (HTTP 500), ``/redirect-same`` and ``/redirect-other`` (to ``/good`` on
+    127.0.0.1 or on localhost), ``/drip`` (a byte every half second), ``/huge`` (three
+    archives, no length); yields the base URL."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (http.server's name)
             if self.path == "/error":
                 self.send_error(500, "broken on purpose")
+                return
+            if self.path.startswith("/redirect-"):  # to /good on this host or on another
+                host = "127.0.0.1" if self.path == "/redirect-same" else "localhost"
+                self.send_response(302)
+                self.send_header("Location", f"http://{host}:{self.server.server_address[1]}/good")
+                self.end_headers()
+                return
+            if self.path == "/drip":  # one byte every half second, no length announced
+                self.send_response(200)
+                self.end_headers()
+                try:
+                    for byte in archive[:40]:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(0.5)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up
+                    pass
+                return
+            if self.path == "/huge":  # announces nothing, sends more than allowed
+                self.send_response(200)
+                self.end_headers()
+                try:
+                    self.wfile.write(archive * 3)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
                 return
             self.send_response(200)
             self.send_header("Content-Length", str(len(archive)))
@@ -160,3 +188,43 @@ def test_cli_flag_turns_it_off(fresh, tmp_path):
         with pytest.raises(D.DataNotFoundError, match="not found"):
             main(["--no-download", "--out", str(tmp_path / "out"), "--device", "cpu"])
     assert _leftovers(fresh) == []
+
+
+def test_redirects_stay_on_the_same_host(server, archive, tmp_path):
+    md5 = hashlib.md5(archive).hexdigest()
+    path = D.download_cifar10(tmp_path / "a", url=f"{server}/redirect-same", md5=md5,
+                              progress=False)
+    assert path.read_bytes() == archive
+    with pytest.raises(D.DataNotFoundError, match="redirects to .*another host"):
+        D.download_cifar10(tmp_path / "b", url=f"{server}/redirect-other", md5=md5,
+                           progress=False)
+    assert _leftovers(tmp_path / "b") == []
+
+
+def test_a_download_is_capped_in_size_and_time(server, archive, tmp_path):
+    md5 = hashlib.md5(archive).hexdigest()
+    with pytest.raises(D.CorruptDataError, match="more than .* allowed"):  # announced
+        D.download_cifar10(tmp_path, url=f"{server}/good", md5=md5, progress=False,
+                           max_bytes=len(archive) - 1)
+    with pytest.raises(D.CorruptDataError, match="more than"):  # not announced
+        D.download_cifar10(tmp_path, url=f"{server}/huge", md5=md5, progress=False,
+                           max_bytes=2 * len(archive))
+    start = time.monotonic()
+    with pytest.raises(D.CorruptDataError, match="took longer than 2 s"):
+        D.download_cifar10(tmp_path, url=f"{server}/drip", md5=md5, progress=False,
+                           time_limit=2)
+    assert time.monotonic() - start < 5  # each read waits for what has arrived, not a MiB
+    assert _leftovers(tmp_path) == []
+    with pytest.raises(ValueError, match="max_bytes"):
+        D.download_cifar10(tmp_path, url=f"{server}/good", md5=md5, max_bytes=0)
+
+
+def test_the_official_archive_is_checked_by_sha256_too(server, archive, tmp_path, monkeypatch):
+    md5 = hashlib.md5(archive).hexdigest()
+    with pytest.raises(D.CorruptDataError, match="SHA-256"):
+        D.download_cifar10(tmp_path, url=f"{server}/good", md5=md5, sha256="0" * 64,
+                           progress=False)
+    monkeypatch.setattr(D, "_OFFICIAL_MD5", md5)  # as if this were the official archive
+    with pytest.raises(D.CorruptDataError, match=f"expected {D.SHA256}"):
+        D.download_cifar10(tmp_path, url=f"{server}/good", md5=md5, progress=False)
+    assert _leftovers(tmp_path) == []
