@@ -98,8 +98,12 @@ def filter_pairing(W1: torch.Tensor, axis: str = "horizontal", threshold: float 
     Otherwise the filter is unmatched; the matches rejected for the first or the last
     reason are reported in ``non_reciprocal`` and ``self_symmetric_pair``. The
     categorised filters therefore always describe one signed permutation k with k² = I.
-    A signed-permutation latent action whose filters are not near-copies makes every
-    filter categorised.
+    On an exact signed-permutation action, W_1 ρ(m) = k W_1 with k² = I, whose filters
+    are nonzero and pairwise non-parallel, the assignment finds k and every filter is
+    categorised except the mirrored (or negated) pairs (w, ±mirror(w)) whose filters are
+    themselves near-symmetric, ``|cos(mirror(w), w)|`` at least ``threshold``: such a pair
+    cannot be told from two near-copies of one symmetric filter and is rejected as a
+    ``self_symmetric_pair`` (the chapter's proposition on the sorting of an exact action).
 
     (Before this check existed, every filter with π(j) ≠ j and ``|cosine|`` at least
     ``threshold`` counted as paired: pair counts made that way are upper bounds of these.
