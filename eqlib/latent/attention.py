@@ -7,13 +7,13 @@ multi-head attention layer with positional encodings P the adjunction moves g on
 parameters (our derivation, checked in the tests):
 
 .. math:: g\\cdot\\theta = (R_g^{-\\top} W_Q^h,\\; R_g^{-\\top} W_K^h,\\; R_g^{-\\top} W_V^h,\\;
-          W_O^h S_g^\\top,\\; \\Pi_g P R_g^\\top),
+          W_O^h U_g^\\top,\\; \\Pi_g P R_g^\\top),
 
-and f(·; g·θ) = g·f(g^{-1}·(·); θ), where S_g acts on the output features. So f is
-G-equivariant iff f(·; g·θ) = f(·; θ) for every g; for an identifiable θ this means
-g·θ = k_g·θ for a unique parameter symmetry k_g: a head permutation τ_g with per-head
-changes of basis A_h (query–key) and B_h (value–output), and Π_g P R_gᵀ = P (the
-positional encodings must be equivariant). The head products Q^h = W_Q^h W_K^{hᵀ} and
+and f(·; g·θ) = g·f(g^{-1}·(·); θ), where U_g acts on the output features. So f is
+G-equivariant iff f(·; g·θ) = f(·; θ) for every g; for θ identifiable up to head
+symmetries this means g·θ = ξ_g·θ for a unique head symmetry ξ_g: a head permutation τ_g
+with per-head changes of basis A_h (query–key) and B_h (value–output), and
+Π_g P R_gᵀ = P (the positional encodings must be equivariant). The head products Q^h = W_Q^h W_K^{hᵀ} and
 O^h = W_V^h W_O^h do not see A_h, B_h, so τ_g is found by matching transported products
 to the original ones (:func:`scipy.optimize.linear_sum_assignment`). Convention: head
 τ_g(h) on g·X does what head h does on X,
@@ -257,7 +257,7 @@ def transport_parameters(layer: MultiHeadAttention, action_in: TokenAction, g: G
         layer: the attention layer.
         action_in: the action on input tokens (Π_g, R_g).
         g: the group element.
-        out_features: S_g (d_out, d_out), the action on output features (default I;
+        out_features: U_g (d_out, d_out), the action on output features (default I;
             the output tokens are permuted by Π_g).
 
     Returns:
@@ -271,7 +271,7 @@ def transport_parameters(layer: MultiHeadAttention, action_in: TokenAction, g: G
     if out_features is not None:
         check_tensor("out_features", out_features, ndim=2, dtypes="float", finite=True)
         if tuple(out_features.shape) != (d_out, d_out):
-            raise ValueError(f"out_features must be the matrix S_g of shape ({d_out}, {d_out}), "
+            raise ValueError(f"out_features must be the matrix U_g of shape ({d_out}, {d_out}), "
                              f"got shape {tuple(out_features.shape)}")
     R = action_in.feature_matrix(g).to(layer.W_Q)
     Rit = torch.linalg.inv(R).T
@@ -571,7 +571,7 @@ class AttentionLatentAction:
         head_perm: τ_g from the parameters (head h on X ↔ head τ_g(h) on g·X).
         head_perm_maps: τ_g from the activations of X and g·X: matched by the attention
             maps; heads whose maps coincide (equal Q products give equal maps) are told
-            apart by their outputs, head τ(h) on g·X giving Π_g (head h on X) S_gᵀ.
+            apart by their outputs, head τ(h) on g·X giving Π_g (head h on X) U_gᵀ.
         head_ties: classes of heads of g·X (lists, only those of size > 1) whose maps
             and outputs coincide on the probes, so the activations cannot tell them
             apart; within such a class ``head_perm_maps`` takes ``head_perm``'s choice
@@ -580,7 +580,7 @@ class AttentionLatentAction:
         token_perm_given: π_g of the input action.
         A, B: per-head changes of basis (H, d_k, d_k), (H, d_v, d_v) with
             R_g^{-ᵀ} W_Q^h = W_Q^{τ(h)} A_h, R_g^{-ᵀ} W_K^h = W_K^{τ(h)} A_h^{-ᵀ} and
-            R_g^{-ᵀ} W_V^h = W_V^{τ(h)} B_h, W_O^h S_gᵀ = B_h^{-1} W_O^{τ(h)}, each pair
+            R_g^{-ᵀ} W_V^h = W_V^{τ(h)} B_h, W_O^h U_gᵀ = B_h^{-1} W_O^{τ(h)}, each pair
             fitted jointly by least squares (unique when the head's factors have full
             rank; for a degenerate head, one invertible solution).
         head_residual: per head, the matched product cost (0 when exact).
@@ -592,7 +592,7 @@ class AttentionLatentAction:
         head_space_residual: max over heads of ‖Y_{τ(h)}(g·X) − Π_g Y_h(X) B_h^{-1}‖ / ‖·‖,
             Y_h the head value outputs (:meth:`eqlib.models.attention.MultiHeadAttention.head_values`): the
             latent action on the per-head space (R^{n×d_v})^H.
-        S: the action S_g on output features that was used (d_out, d_out).
+        S: the action U_g on output features that was used (d_out, d_out).
         tol: the tolerance behind :attr:`equivariant`.
 
     Chapter: *Attention*.
@@ -643,7 +643,7 @@ class AttentionLatentAction:
         return _permutation_homomorphism_error(G, np.stack([self.head_perm[g] for g in G])) == 0
 
     def feature_homomorphism_error(self) -> float:
-        """max over pairs (a, b) of ‖S_{ab} − S_a S_b‖ / ‖S_{ab}‖: whether g ↦ S_g, the
+        """max over pairs (a, b) of ‖U_{ab} − U_a U_b‖ / ‖U_{ab}‖: whether g ↦ U_g, the
         action on output features, is a homomorphism."""
         G, worst = self.group, 0.0
         for a in G:
@@ -720,7 +720,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
     if out_features is None and d_out == d_in and action_in.feature_action is not None:
         out_features = action_in.feature_action
     if out_features is not None and not isinstance(out_features, Action):
-        raise TypeError(f"out_features must be an Action (S_g on the output features) or None, "
+        raise TypeError(f"out_features must be an Action (U_g on the output features) or None, "
                         f"got {type(out_features).__name__} {show(out_features)}")
     if out_features is not None and (out_features.dim != d_out or out_features.group != action_in.group):
         raise ValueError(f"out_features must be an action of {action_in.group.name} on R^{d_out}, got one of "
@@ -748,7 +748,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             expected = maps_x[..., inv, :][..., inv]  # Π maps(X) Πᵀ, head by head
             cost = _rel(maps_gx.transpose(0, 1)[None, :], expected.transpose(0, 1)[:, None])
             cost = cost.mean(-1)  # (H, H): expected head h vs head j of g·X
-            # each head's output: head τ(h) on g·X gives Π (head h on X) S_gᵀ
+            # each head's output: head τ(h) on g·X gives Π (head h on X) U_gᵀ
             out_gx = layer.head_outputs(gx)
             expected_out = action_in.permute_tokens(g, out_x) @ S.T
             cost_out = _rel(_per_head(out_gx)[None, :], _per_head(expected_out)[:, None])
@@ -781,13 +781,13 @@ def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, out
     an intermediate V_i is not known in advance (any M ∈ GL(d_i) can be absorbed by
     W_O ↦ W_O Mᵀ in layer i and W_{Q,K,V} ↦ M^{-ᵀ} W_{Q,K,V}, P_{i+1} ↦ P_{i+1} Mᵀ in
     layer i+1), so it is fitted by least squares,
-    ``f_{≤i}(X) S_gᵀ ≈ Π_g^{-1} f_{≤i}(g·X)`` (driver ``gelsd``), and then used as the
+    ``f_{≤i}(X) U_gᵀ ≈ Π_g^{-1} f_{≤i}(g·X)`` (driver ``gelsd``), and then used as the
     input action of layer i+1.
 
     Args:
         net: a :class:`~eqlib.models.Model` of MultiHeadAttention layers (positional
             encodings allowed in any layer: P_{i+1} must then satisfy
-            Π_g P_{i+1} S_gᵀ = P_{i+1} with the fitted S_g).
+            Π_g P_{i+1} U_gᵀ = P_{i+1} with the fitted U_g).
         action_in: the action on input tokens.
         x: probe inputs (N, n, d_0); the outputs of every layer but the last must
             span their latent space (else ValueError).
@@ -844,7 +844,7 @@ def hide_attention_network(net: Model, seed: int = 0, log_scale: float = 0.5,
     V_i = R^{n×d_i} a random change of feature basis M_i ∈ GL(d_i):
     W_O^{(i)} ↦ W_O^{(i)} M_iᵀ in layer i and W_{Q,K,V}^{(i+1)} ↦ M_i^{-ᵀ} W_{Q,K,V}^{(i+1)},
     P_{i+1} ↦ P_{i+1} M_iᵀ in layer i+1. The function does not change; a feature action
-    S_g on V_i becomes M_i S_g M_i^{-1}.
+    U_g on V_i becomes M_i U_g M_i^{-1}.
 
     Args:
         net: a Model of MultiHeadAttention layers.

@@ -6,10 +6,10 @@ zero padding k // 2 and stride 1 satisfies the *generalized adjunction*
     ψ(g)⁻¹ f_i(ψ(g) x; θ_i) = f_i(x; g⁻¹·θ_i),    g⁻¹·θ_i = (rot_g⁻¹ W_i, b_i),
 
 where ψ(g) = rot_g turns every channel of an image and rot_g⁻¹ W turns every filter
-back. On the input and the output G may also act on channels, ρ_0(g) = rot_g ⊗ C_0(g)
-and ρ_L(g) = rot_g ⊗ C_L(g) (C_0, C_L signed permutations of channels); then
-g⁻¹·θ_1 multiplies W_1 by C_0(g) on its input channels and g⁻¹·θ_L multiplies W_L and
-b_L by C_L(g)⁻¹ on their output channels.
+back. On the input and the output G may also act on channels, ρ_0(g) = rot_g ⊗ ζ_0(g)
+and ρ_L(g) = rot_g ⊗ ζ_L(g) (ζ_0, ζ_L signed permutations of channels); then
+g⁻¹·θ_1 multiplies W_1 by ζ_0(g) on its input channels and g⁻¹·θ_L multiplies W_L and
+b_L by ζ_L(g)⁻¹ on their output channels.
 
 If f is equivariant, θ and g⁻¹·θ give the same function; for an identifiable θ there
 are unique signed channel permutations k_i(g) (the parameter symmetries of a tanh conv
@@ -133,7 +133,7 @@ def transport_conv(model: Model, g: GroupElement, rho_in: Action | None = None,
 
     Returns:
         [(W'_i, b'_i)]: filters turned back by g (``rot_g⁻¹``), the first layer's input
-        channels mixed by C_0(g), the last layer's output channels by C_L(g)⁻¹.
+        channels mixed by ζ_0(g), the last layer's output channels by ζ_L(g)⁻¹.
 
     Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
@@ -178,16 +178,16 @@ def plant_c4_conv(blocks: list[list[str]], size: int = 7, kernel: int = 3, hide:
                   seed: int = 0) -> PlantedConv:
     """A conv net whose every layer is C4-equivariant, with channel actions you choose.
 
-    Layer i maps images with channel action C_{i-1} to images with channel action C_i;
+    Layer i maps images with channel action ζ_{i-1} to images with channel action ζ_i;
     its filters are averaged over the group so that
-    ``C_i(g)⁻¹ (rot_g⁻¹ W) C_{i-1}(g) = W`` and ``C_i(g) b = b`` for every g, which is
-    exactly f_i(rot_g C_{i-1}(g) x) = rot_g C_i(g) f_i(x). With ``hide``, random signed
+    ``ζ_i(g)⁻¹ (rot_g⁻¹ W) ζ_{i-1}(g) = W`` and ``ζ_i(g) b = b`` for every g, which is
+    exactly f_i(rot_g ζ_{i-1}(g) x) = rot_g ζ_i(g) f_i(x). With ``hide``, random signed
     channel permutations Q_i of the hidden layers (W_i ↦ Q_i W_i Q_{i-1}⁻¹, b_i ↦ Q_i b_i,
     a parameter symmetry of tanh layers) hide the structure; the planted actions become
-    Q_i C_i Q_i⁻¹.
+    Q_i ζ_i Q_i⁻¹.
 
     Args:
-        blocks: [blocks of C_0, …, blocks of C_L] as in :func:`c4_channel_action`.
+        blocks: [blocks of ζ_0, …, blocks of ζ_L] as in :func:`c4_channel_action`.
         size, kernel: image side and odd kernel side.
         hide: apply the random channel symmetry.
         seed: seed of everything random.

@@ -1,4 +1,6 @@
 """Latent actions of attention: planted head permutations, token permutations, head products."""
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -236,7 +238,7 @@ def test_results_are_keyed_by_element_and_names_still_work():
         d[3] = 1
 
 
-# -- regression: R_g = I with S_g a swap of output features; degenerate heads; ties ---------
+# -- regression: R_g = I with U_g a swap of output features; degenerate heads; ties ---------
 def pairs_action(token_dim=3):
     """Z2 swapping 4 tokens pairwise, features untouched (R_g = I)."""
     return TokenAction(from_permutations([[1, 0, 3, 2]], name="Z2"), None, token_dim=token_dim)
@@ -274,7 +276,7 @@ def _assert_recovered(res, planted, ident_tol=1e-5, duplicates=False):
     for g in G:
         moved = np.flatnonzero(planted.head_perm[g] != np.arange(len(planted.head_perm[g])))
         if duplicates and len(moved):
-            # heads that trade places are exact copies (R_g = S_g = I): τ_g is not determined;
+            # heads that trade places are exact copies (R_g = U_g = I): τ_g is not determined;
             # the report must name the tie, and both matchings must agree on a valid τ_g
             assert sorted(moved.tolist()) in res.head_ties[g], res.summary()
             assert res.head_perm_maps[g].tolist() == res.head_perm[g].tolist()
@@ -286,10 +288,11 @@ def _assert_recovered(res, planted, ident_tol=1e-5, duplicates=False):
 
 
 def test_reviewer_case_identity_features_swapped_outputs():
-    """R_g = I, S_g swaps output features 0 and 1: the two heads that trade places have
-    equal Q products (so identical attention maps) and O products differing by S_g. The
-    layer is equivariant; the recovery must say so, with a zero residual at g = e, and the
-    activations must name the planted head permutation, not the identity."""
+    """R_g = I, U_g swaps output features 0 and 1: the two heads that trade places have
+    equal Q products (so identical attention maps) and O products differing by U_g. The
+    layer is equivariant (though not identifiable up to head symmetries, see the next
+    test); the recovery must say so, with a zero residual at g = e, and the activations
+    must name the planted head permutation, not the identity."""
     act = pairs_action()
     G = act.group
     swap, e = G.generators[0], G.identity
@@ -312,6 +315,38 @@ def test_reviewer_case_identity_features_swapped_outputs():
         assert res.basis_residual[e] < 1e-6 and res.basis_residual[swap] < 1e-5
         assert res.head_ties[swap] == []          # the outputs told the two heads apart
         assert "EQUIVARIANT" in res.summary()
+
+
+def test_equal_q_products_are_not_identifiable():
+    """Chapter 8, ch08-prop-duplicates: two heads with equal Q products (here the layer
+    above, R_g = I, U_g a swap, whose traded heads have O products that differ) admit the
+    family O^h + tD, O^h' − tD (columns of D in col(O^h), rows in row(O^h')): every new
+    product has rank ≤ d_v, the function is kept, and the new O^h is none of the old
+    O^j, so no head symmetry relates the two parameters."""
+    act = pairs_action()
+    swap = act.group.generators[0]
+    swap_out = swap_features(act.group, 3)
+    x = torch.randn(8, 4, 3, generator=torch.Generator().manual_seed(2))
+    for seed in range(3):
+        planted = plant_attention_equivariant(act, np.array([[0, 1, 2], [1, 0, 2]]), d_out=3,
+                                              out_features=swap_out, d_k=2, d_v=2, seed=seed)
+        layer = planted.layer
+        h, h2 = np.flatnonzero(planted.head_perm[swap] != np.arange(3))
+        Q, O = head_products(layer)
+        torch.testing.assert_close(Q[h], Q[h2], atol=1e-5, rtol=1e-5)
+        assert float((O[h] - O[h2]).norm()) > 1e-2          # not duplicates
+        D = O[h].norm() * torch.outer(torch.linalg.svd(O[h]).U[:, 0], torch.linalg.svd(O[h2]).Vh[0])
+        for t in (0.5, 2.0):
+            other = copy.deepcopy(layer)
+            with torch.no_grad():
+                for j, new in ((h, O[h] + t * D), (h2, O[h2] - t * D)):
+                    U, sv, Vh = torch.linalg.svd(new)
+                    other.W_V[j].copy_(U[:, :2] * sv[:2])
+                    other.W_O[j].copy_(Vh[:2])
+                torch.testing.assert_close(other(x), layer(x), atol=1e-5, rtol=1e-5)
+            _, O2 = head_products(other)
+            torch.testing.assert_close(O2[h], O[h] + t * D, atol=1e-5, rtol=1e-5)
+            assert min(float((O2[h] - O[j]).norm()) for j in range(3)) > 0.1
 
 
 def _cases():
@@ -370,7 +405,7 @@ def test_identity_element_gives_zero_residuals_on_any_layer(seed):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_transport_is_the_adjunction_for_oblique_actions(seed):
-    """f(X; g·θ) = g·f(g^{-1}·X; θ) with non-orthogonal R_g and S_g (so R^{-ᵀ} ≠ R)."""
+    """f(X; g·θ) = g·f(g^{-1}·X; θ) with non-orthogonal R_g and U_g (so R^{-ᵀ} ≠ R)."""
     import copy
 
     from eqlib.latent.attention import transport_parameters
@@ -415,7 +450,7 @@ def test_bad_inputs_to_transport_and_recovery():
     act = pairs_action()
     g = act.group.generators[0]
     layer = MultiHeadAttention(4, 3, 3, heads=2, seed=0)
-    with pytest.raises(ValueError, match=r"out_features must be the matrix S_g of shape \(3, 3\)"):
+    with pytest.raises(ValueError, match=r"out_features must be the matrix U_g of shape \(3, 3\)"):
         transport_parameters(layer, act, g, torch.eye(2))
     with pytest.raises(TypeError, match="out_features must be a torch.Tensor"):
         match_heads(layer, act, g, [[1, 0, 0]])
