@@ -38,6 +38,7 @@ import dataclasses
 import json
 import math
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
@@ -1085,10 +1086,10 @@ def summary_text(record: Mapping[str, Any]) -> str:
     runs = record.get("runs") or [record]
     seeds = [r.get("seed") for r in runs]
 
-    def cell(values: list, digits: int = 3, scale: float = 1.0) -> str | None:
+    def cell(values: list, digits: int = 3, scale: float = 1.0) -> str:
         v = [x * scale for x in values if isinstance(x, (int, float)) and not isinstance(x, bool) and x == x]
         if len(v) < len(values) or not v:
-            return None
+            return "–"  # missing, or not a number (NaN) on some seed
         if len(v) == 1:
             return f"{v[0]:.{digits}f}"
         return f"{np.mean(v):.{digits}f} ± {np.std(v, ddof=1):.{digits}f}"
@@ -1115,10 +1116,13 @@ def summary_text(record: Mapping[str, Any]) -> str:
     train = [r.get("part_seconds", {}).get("train") for r in runs]
     lines = [f"CIFAR-10 MLP experiment, budget {s['name']}, {seeds_text}, on {runs[0].get('device', '?')}:",
              protocol.text_table(header, rows),
-             "end-to-end error: relative error of f(mirror x) against the mirrored output (horizontal "
-             "mirror: trained; vertical: control); layer-1 error: median relative error of the best "
-             "linear map A with A f_1(y) ≈ f_1(mirror y), noise probes; filters paired: first-layer "
-             "filters that are mirror-symmetric, antisymmetric or in a (negated) mirror pair."]
+             textwrap.fill(
+                 "end-to-end error: mean of |f(m x) - m f(x)| / |f(x)| over test images x, m the "
+                 "horizontal mirror (trained) or the vertical one (control); for classifiers "
+                 "|f(m x) - f(x)| / |f(x)| (invariance). layer-1 error: median relative error of the "
+                 "best linear map A with A f_1(y) ≈ f_1(m y), f_1 the first layer, y noise probes. "
+                 "filters paired: of the first 64 first-layer filters, those mirror-symmetric, "
+                 "antisymmetric or in a (negated) mirror pair. –: missing or not a number.", 100)]
     if all(isinstance(x, (int, float)) for x in secs):
         lines.append(f"time: {sum(secs):.0f} s in all (training {sum(t or 0 for t in train):.0f} s; "
                      "near 0 when the networks came from the cache)")

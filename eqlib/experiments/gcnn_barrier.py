@@ -42,6 +42,7 @@ import copy
 import hashlib
 import itertools
 import json
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -894,10 +895,12 @@ def summary_text(results: dict[str, Any]) -> str:
              f"on {results.get('device', '?')}" + (" (results from the cache)" if results.get("from_cache") else "")
              + ":",
              protocol.text_table(header, rows),
-             "barrier: mean test accuracy of the two endpoints minus the midpoint's, in percentage points, "
-             "after resetting BatchNorm statistics (mean ± std over networks / pairs); GCNN barrier: a "
-             "network merged with its aligned mirrored copy; two-network: two independently trained "
-             "networks.",
+             textwrap.fill(
+                 "barrier: mean test accuracy of the two endpoints minus the midpoint's, in percentage "
+                 "points, after resetting BatchNorm statistics (mean ± std over networks / pairs); GCNN "
+                 "barrier: a network merged with its channel-aligned mirrored copy; two-network: two "
+                 "independently trained networks merged. invariance error: relative change of the "
+                 "logits under the mirror.", 100),
              f"claims: {len(claims) - len(failing)} of {len(claims)} hold"
              + (f"; not holding: {', '.join(failing)}" if failing else "")]
     return "\n".join(lines)
