@@ -1,4 +1,4 @@
-"""The CIFAR-10 MLP experiment of [SMBK26], at two compute budgets.
+"""The CIFAR-10 MLP experiment of Shahverdi, Marchetti, Bökman & Kohn (ICML 2026), at two budgets.
 
 Four depth-4 MLPs: first nonlinearity Tanh or GELU (later ones GELU), each trained as a
 mirror-equivariant autoencoder and as a mirror-invariant classifier, with a soft
@@ -19,7 +19,8 @@ equivariance / invariance penalty ramped in during the second half of training. 
 
 The analyses live in :mod:`eqlib.analysis`; this module declares the budgets and the
 parts and follows :mod:`eqlib.experiments.protocol`. Command line (writes PNG figures and
-``cifar_mlp_<budget>.json``; with ``--seeds 0,1,2`` also ``cifar_mlp_<budget>_seeds.json``)::
+``cifar_mlp_<budget>_seed<N>.json``; with ``--seeds 0,1,2`` one per seed and
+``cifar_mlp_<budget>_seeds.json``; ``--help`` gives the measured run times)::
 
     python -m eqlib.experiments.cifar_mlp --budget full --device cuda --out results/
 
@@ -37,6 +38,7 @@ import dataclasses
 import json
 import math
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
@@ -925,39 +927,36 @@ def _accuracy(result: TrainResult) -> float | None:
     return acc[-1] if acc else None
 
 
-def run(budget: str | None = None, device: str | None = None, out: str | Path | None = None, seed: int = 0,
-        root: str | None = None, progress: bool = True, parts: Sequence[str] = PARTS,
-        overrides: Mapping[str, Any] | None = None,
-        on_ablation_row: Callable[[dict[str, Any]], None] | None = None,
-        download: bool | None = None) -> dict[str, Any]:
-    """Run the whole experiment; return every number (and write figures + JSON to ``out``).
-
-    ``overrides`` change :class:`Settings` fields of the budget (recorded in the JSON).
-    Only ``parts`` are run; the four networks are always trained (or loaded from the cache).
-    ``out`` is checked to be a writable folder before any work (ValueError otherwise);
-    ``download`` is passed to :func:`load_data`.
-
-    Returns:
-        JSON-serialisable dict: ``settings``, ``networks`` (test accuracy / loss,
-        end-to-end errors, filter counts), ``table``, ``ablation``, ``emergence``,
-        ``attention``, ``seconds`` and ``part_seconds`` (wall time of each part; the
-        training time is near zero when the networks came from the cache).
+def output_names(budget: str, seed: int, parts: Sequence[str] = PARTS,
+                 ablation_networks: Sequence[str] = ("tanh-autoencoder",)) -> dict[str, str]:
+    """The files a single-seed :func:`run` writes: ``{"json": name, <figure key>: name}``,
+    each carrying the budget and the seed (``cifar_mlp_<budget>_seed<seed>.json``,
+    ``cifar_mlp_<budget>_seed<seed>_<figure>.png``), so runs with different seeds never
+    overwrite each other.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    import matplotlib
-    if out is not None:
-        matplotlib.use("Agg")
+    keys = []
+    if "filters" in parts:
+        keys += [f"filters_{name}" for name in NETWORKS]
+    if "table" in parts:
+        keys.append("table")
+    if "ablation" in parts:
+        keys += (["ablation"] if len(ablation_networks) == 1
+                 else [f"ablation_{net}" for net in ablation_networks])
+    keys += [k for k in ("emergence", "attention") if k in parts]
+    names = {"json": protocol.output_name("cifar_mlp", budget, seed)}
+    names.update({k: protocol.output_name("cifar_mlp", budget, seed, f"_{k}.png") for k in keys})
+    return names
+
+
+def _measure(s: Settings, root: str | None, seed: int, device: str | None, progress: bool,
+             parts: Sequence[str], on_ablation_row, download: bool | None, t_start: float
+             ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The experiment itself: ``(summary, figures)`` (figures keyed as in :func:`output_names`)."""
     from ..plots.filters import plot_attention_heads, plot_filters
     from ..plots.training import plot_ablation, plot_emergence, plot_error_table
 
-    t_start = time.perf_counter()
-    unknown_parts = set(parts) - set(PARTS)
-    if unknown_parts:
-        raise ValueError(f"unknown parts {sorted(unknown_parts)}; choose from {list(PARTS)}")
-    s = settings(budget, **dict(overrides or {}))
-    if out is not None:
-        out = writable_folder(out)
     tr, te = load_data(s, root, seed=seed, download=download)
     timings = {"data": time.perf_counter() - t_start}
 
@@ -988,7 +987,9 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
             "epoch_seconds": float(np.mean(r.history["seconds"])) if r.history["seconds"] else None,
         }
         if "filters" in parts:
-            figures[f"filters_{name}"] = plot_filters(r.model.layers[0].weight, pairing, title=name)
+            figures[f"filters_{name}"] = plot_filters(
+                r.model.layers[0].weight, pairing,
+                title=f"{name}: first 64 first-layer filters by mirror category (seed {seed})")
     if "table" in parts:
         with timed("table"):
             summary["table"] = equivariance_table(models, s, tr, te, seed=seed, device=device)
@@ -1019,13 +1020,113 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
                                                         att["head_perm"])
     summary["seconds"] = time.perf_counter() - t_start
     summary["part_seconds"] = timings
+    return summary, figures
+
+
+def run(budget: str | None = None, device: str | None = None, out: str | Path | None = None, seed: int = 0,
+        root: str | None = None, progress: bool = True, parts: Sequence[str] = PARTS,
+        overrides: Mapping[str, Any] | None = None,
+        on_ablation_row: Callable[[dict[str, Any]], None] | None = None,
+        download: bool | None = None) -> dict[str, Any]:
+    """Run the whole experiment; return every number (and write figures + JSON to ``out``).
+
+    ``overrides`` change :class:`Settings` fields of the budget (recorded in the JSON).
+    Only ``parts`` are run; the four networks are always trained (or loaded from the cache).
+    ``out`` is checked before any work: a writable folder, in which no output name
+    (:func:`output_names`: they carry the budget and the seed) is taken by a folder
+    (ValueError otherwise). The outputs are written to a temporary folder beside ``out``
+    and moved in at once (:func:`eqlib.experiments.protocol.write_outputs`); when that
+    fails, :class:`~eqlib.experiments.protocol.OutputsKept` names where they are kept
+    (its ``record`` is the returned dict). ``download`` is passed to :func:`load_data`.
+
+    Returns:
+        JSON-serialisable dict: ``settings``, ``networks`` (test accuracy / loss,
+        end-to-end errors, filter counts), ``table``, ``ablation``, ``emergence``,
+        ``attention``, ``seconds`` and ``part_seconds`` (wall time of each part; the
+        training time is near zero when the networks came from the cache).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    import matplotlib
     if out is not None:
-        import matplotlib.pyplot as plt
-        for key, fig in figures.items():
-            fig.savefig(out / f"cifar_mlp_{s.name}_{key}.png", dpi=110, bbox_inches="tight")
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t_start = time.perf_counter()
+    unknown_parts = set(parts) - set(PARTS)
+    if unknown_parts:
+        raise ValueError(f"unknown parts {sorted(unknown_parts)}; choose from {list(PARTS)}")
+    s = settings(budget, **dict(overrides or {}))
+    names = output_names(s.name, seed, parts, s.ablation_networks)
+    if out is not None:
+        out = writable_folder(out)
+        protocol.check_targets(out, names.values())
+    summary, figures = _measure(s, root, seed, device, progress, parts, on_ablation_row, download, t_start)
+    if out is None:
+        for fig in figures.values():
             plt.close(fig)
-        protocol.write_json(out / f"cifar_mlp_{s.name}.json", summary)
+        return summary
+    try:
+        protocol.write_outputs(out, names["json"], summary,
+                               {names[k]: fig for k, fig in figures.items() if k in names})
+    except protocol.OutputsKept as exc:
+        exc.record = summary
+        raise
     return summary
+
+
+def summary_text(record: Mapping[str, Any]) -> str:
+    """The few lines a run prints at the end, for people: one row per network (test
+    accuracy or loss, end-to-end mirror errors, first-layer filters in mirror pairs, the
+    layer-1 linear-equivariance error), then the time. Takes a :func:`run` summary or a
+    :func:`run_seeds` record (then mean ± standard deviation over the seeds).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    runs = record.get("runs") or [record]
+    seeds = [r.get("seed") for r in runs]
+
+    def cell(values: list, digits: int = 3, scale: float = 1.0) -> str:
+        v = [x * scale for x in values if isinstance(x, (int, float)) and not isinstance(x, bool) and x == x]
+        if len(v) < len(values) or not v:
+            return "–"  # missing, or not a number (NaN) on some seed
+        if len(v) == 1:
+            return f"{v[0]:.{digits}f}"
+        return f"{np.mean(v):.{digits}f} ± {np.std(v, ddof=1):.{digits}f}"
+
+    def f1(r, net, mirror):
+        rows = [t for t in r.get("table", ()) if t["network"] == net and t["layers"] == 1
+                and t["mirror"] == mirror and t["probe"] == "noise"]
+        return rows[0]["median_error"] if rows else None
+
+    header = ["network", "test accuracy (%)", "test loss", "end-to-end error: horiz. / vert.",
+              "filters paired (of 64)", "layer-1 error: horiz. / vert."]
+    rows = []
+    for net in runs[0]["networks"]:
+        nets = [r["networks"][net] for r in runs]
+        paired = [sum(v for k, v in n["filters_first64"].items() if k != "unmatched") for n in nets]
+        e2e = f"{cell([n['end_to_end_horizontal'] for n in nets])} / {cell([n['end_to_end_vertical'] for n in nets])}"
+        layer1 = ([f1(r, net, "horizontal") for r in runs], [f1(r, net, "vertical") for r in runs])
+        rows.append([net, cell([n["test_accuracy"] for n in nets], 1, 100.0), cell([n["test_loss"] for n in nets]),
+                     e2e, cell(paired, 1 if len(runs) > 1 else 0),
+                     f"{cell(layer1[0])} / {cell(layer1[1])}" if "table" in runs[0] else None])
+    s = record["settings"]
+    seeds_text = f"seed {seeds[0]}" if len(runs) == 1 else f"{len(runs)} seeds {seeds} (mean ± std)"
+    secs = [r.get("seconds") for r in runs]
+    train = [r.get("part_seconds", {}).get("train") for r in runs]
+    lines = [f"CIFAR-10 MLP experiment, budget {s['name']}, {seeds_text}, on {runs[0].get('device', '?')}:",
+             protocol.text_table(header, rows),
+             textwrap.fill(
+                 "end-to-end error: mean of |f(m x) - m f(x)| / |f(x)| over test images x, m the "
+                 "horizontal mirror (trained) or the vertical one (control); for classifiers "
+                 "|f(m x) - f(x)| / |f(x)| (invariance). layer-1 error: median relative error of the "
+                 "best linear map A with A f_1(y) ≈ f_1(m y), f_1 the first layer, y noise probes. "
+                 "filters paired: of the first 64 first-layer filters, those mirror-symmetric, "
+                 "antisymmetric or in a (negated) mirror pair. –: missing or not a number.", 100)]
+    if all(isinstance(x, (int, float)) for x in secs):
+        lines.append(f"time: {sum(secs):.0f} s in all (training {sum(t or 0 for t in train):.0f} s; "
+                     "near 0 when the networks came from the cache)")
+    return "\n".join(lines)
 
 
 def seed_spread(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -1069,8 +1170,11 @@ def seed_spread(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def run_seeds(seeds: Sequence[int], budget: str | None = None, out: str | Path | None = None,
               **kwargs: Any) -> dict[str, Any]:
     """:func:`run` once per seed (each seed its own data subset and initialisation), then
-    :func:`seed_spread`; written to ``out/cifar_mlp_<budget>_seeds.json`` when ``out`` is
-    given (figures of the first seed only). ``kwargs`` go to :func:`run`.
+    :func:`seed_spread`. With ``out``, each seed's JSON and figures are written as that
+    seed finishes (their names carry the seed, :func:`output_names`) and the record to
+    ``out/cifar_mlp_<budget>_seeds.json`` at the end, each through a temporary folder
+    beside ``out`` (:func:`eqlib.experiments.protocol.write_outputs`). ``kwargs`` go to
+    :func:`run`.
 
     Returns:
         ``{"settings", "seeds", "runs": [summary per seed], "spread"}``.
@@ -1082,69 +1186,142 @@ def run_seeds(seeds: Sequence[int], budget: str | None = None, out: str | Path |
         raise ValueError(f"seeds must be distinct integers ≥ 0, got {seeds}")
     if out is not None:
         out = writable_folder(out)
-    runs = [run(budget, out=out if k == 0 else None, seed=seed, **kwargs)
-            for k, seed in enumerate(seeds)]
+        s = settings(budget, **dict(kwargs.get("overrides") or {}))
+        protocol.check_targets(out, [seeds_name(s.name)] + [
+            n for seed in seeds for n in output_names(s.name, seed, kwargs.get("parts", PARTS),
+                                                      s.ablation_networks).values()])
+    runs = [run(budget, out=out, seed=seed, **kwargs) for seed in seeds]
     record = {"settings": runs[0]["settings"], "seeds": seeds, "runs": runs,
               "spread": seed_spread(runs), "networks": runs[0]["networks"]}
     if out is not None:
-        protocol.write_json(out / f"cifar_mlp_{runs[0]['settings']['name']}_seeds.json", record)
+        try:
+            protocol.write_outputs(out, seeds_name(runs[0]["settings"]["name"]), record)
+        except protocol.OutputsKept as exc:
+            exc.record = record
+            raise
     return record
+
+
+def seeds_name(budget: str) -> str:
+    """The file name of a several-seed record: ``cifar_mlp_<budget>_seeds.json``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    return protocol.output_name("cifar_mlp", budget, suffix="_seeds.json")
+
+
+#: the measured time of a laptop run with nothing cached (the help states it)
+LAPTOP_COLD = "not measured"
+
+#: the paper whose experiment this is (the help names it in full)
+PAPER = ("Shahverdi, Marchetti, Bökman & Kohn, \"Identifiable Equivariant Networks are Layerwise "
+         "Equivariant\" (ICML 2026)")
+
+#: the command line's help after the flags: budgets with their measured run times, outputs
+CLI_EPILOG = """budgets (measured run times; "not measured" where no run backs a figure):
+  laptop  4 MLPs (widths {laptop.hidden_text}) on {laptop.n_train:,} images for {laptop.epochs} epochs.
+          2 CPU cores: {laptop_cold}; with the trained networks
+          already cached, 27-38 s per seed (the recorded three-seed run,
+          book/part3/recorded/cifar_mlp_laptop_seeds.json). GPU: not measured.
+  full    widths {full.hidden_text} on {full.n_train:,} images for {full.epochs} epochs, {full.noise_samples:,}
+          noise probes. One H200 GPU: 79 s, training included (the recorded
+          run, book/part3/recorded/cifar_mlp_full.json). 2 CPU cores: not
+          measured.
+  ci      an old name of laptop, still accepted (older scripts, CI).
+
+outputs in --out (names carry the budget and the seed, so runs never overwrite
+each other; all are written to a temporary folder beside --out and moved in at
+once, and kept there, with the error naming it, if the move fails):
+  cifar_mlp_<budget>_seed<N>.json           every number of one seed's run
+  cifar_mlp_<budget>_seed<N>_<figure>.png   its figures
+  cifar_mlp_<budget>_seeds.json             with --seeds: the spread over seeds
+  cifar_mlp_search.json                     with --parts search
+A table of the main numbers is printed at the end."""
+
+
+class _Described:
+    """A budget's settings for the help text (``hidden_text``: ``512/256/256``)."""
+
+    def __init__(self, s: Settings):
+        self._s = s
+        self.hidden_text = "/".join(map(str, s.hidden))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._s, name)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Command line (:func:`eqlib.experiments.protocol.build_parser`, the flags every
-    experiment shares): ``python -m eqlib.experiments.cifar_mlp --budget laptop --out results/``;
-    ``--seeds 0,1,2`` runs each seed and writes ``cifar_mlp_<budget>_seeds.json``.
+    experiment shares): ``python -m eqlib.experiments.cifar_mlp --budget laptop --out results/``
+    writes ``cifar_mlp_<budget>_seed<N>.json`` and its figures (:func:`output_names`);
+    ``--seeds 0,1,2`` runs each seed and also writes ``cifar_mlp_<budget>_seeds.json``.
+    Prints a table of the main numbers at the end (:func:`summary_text`). When the outputs
+    cannot be moved into ``--out``, prints where they are kept and exits with status 1.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     p = protocol.build_parser(
         "python -m eqlib.experiments.cifar_mlp",
-        "The CIFAR-10 MLP experiment of [SMBK26]: filters, linear-equivariance table, "
-        "ablation, emergence, attention heads; --parts search: the filter-protocol search.",
-        parts=PARTS, default_parts=DEFAULT_PARTS)
-    args = protocol.parse_args(p, argv, BUDGETS)
+        f"The CIFAR-10 MLP experiment of {PAPER}: first-layer filters, the "
+        "linear-equivariance table, an ablation, the emergence over training and an attention "
+        "layer's heads; --parts search: the search for a training protocol under which the "
+        "filters pair up. Chapter 11 of the course.",
+        parts=PARTS, default_parts=DEFAULT_PARTS, epilog=CLI_EPILOG.format(
+            laptop_cold=LAPTOP_COLD, laptop=_Described(BUDGETS["laptop"]), full=_Described(BUDGETS["full"])))
+
+    def outputs(args) -> list[str]:  # every name, checked before any work
+        names = ["cifar_mlp_search.json"] if "search" in args.parts else []
+        if any(part != "search" for part in args.parts):
+            for seed in args.seeds:
+                names += output_names(args.budget, seed, args.parts, args.settings.ablation_networks).values()
+            if len(args.seeds) > 1:
+                names.append(seeds_name(args.budget))
+        return names
+
+    args = protocol.parse_args(p, argv, BUDGETS, outputs=outputs)
 
     def print_row(row: dict[str, Any]) -> None:  # ablation rows as they finish
         print("ablation:", json.dumps({k: v for k, v in row.items() if k != "changes"},
                                       default=float), flush=True)
 
-    if "search" in args.parts:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        tr, te = load_data(settings("full"), args.data, download=args.download)
-        weights: dict[tuple[str, int], torch.Tensor] = {}
-        found = filter_search(tr, te, seeds=args.seeds[:1], more_seeds=args.seeds[1:] or (1, 2),
-                              on_row=lambda row: print("search:", json.dumps(row), flush=True),
-                              weights=weights)
-        found["command"] = "python -m eqlib.experiments.cifar_mlp " + " ".join(
-            sys.argv[1:] if argv is None else argv)
-        protocol.write_json(args.out / "cifar_mlp_search.json", found)
-        print(f"wrote {args.out / 'cifar_mlp_search.json'}")
-        summary = found["summary"]
-        best = max(summary, key=lambda v: (summary[v]["categorised_first64"]["mean"],
-                                           -summary[v]["f1_horizontal_noise"]["mean"]))
-        shown = list(dict.fromkeys([next(iter(summary)), best]))
-        for k, fig in enumerate(search_figures(weights, shown, seed=args.seeds[0]).values()):
-            fig.savefig(args.out / f"cifar_mlp_search_filters_{k}.png", dpi=80,
-                        bbox_inches="tight")
-            plt.close(fig)
-        args.parts = tuple(x for x in args.parts if x != "search")
-        if not args.parts:
-            return found
-    common = dict(device=args.device, root=args.data, progress=args.progress, parts=args.parts,
-                  overrides=args.overrides, on_ablation_row=print_row, download=args.download)
-    if len(args.seeds) > 1:
-        record = run_seeds(args.seeds, args.budget, args.out, **common)
-        print(json.dumps(record["spread"]["networks"], indent=1, default=float))
-        print(f"wrote {args.out / ('cifar_mlp_' + args.budget + '_seeds.json')}")
-        return record
-    summary = run(args.budget, out=args.out, seed=args.seed, **common)
-    print(json.dumps({k: summary[k] for k in ("networks", "seconds", "part_seconds")}, indent=1,
-                     default=float))
-    print(f"wrote {args.out / ('cifar_mlp_' + summary['settings']['name'] + '.json')}")
-    return summary
+    try:
+        if "search" in args.parts:
+            import matplotlib
+            matplotlib.use("Agg")
+            tr, te = load_data(settings("full"), args.data, download=args.download)
+            weights: dict[tuple[str, int], torch.Tensor] = {}
+            found = filter_search(tr, te, seeds=args.seeds[:1], more_seeds=args.seeds[1:] or (1, 2),
+                                  on_row=lambda row: print("search:", json.dumps(row), flush=True),
+                                  weights=weights)
+            found["command"] = "python -m eqlib.experiments.cifar_mlp " + " ".join(
+                sys.argv[1:] if argv is None else argv)
+            summary = found["summary"]
+            best = max(summary, key=lambda v: (summary[v]["categorised_first64"]["mean"],
+                                               -summary[v]["f1_horizontal_noise"]["mean"]))
+            shown = list(dict.fromkeys([next(iter(summary)), best]))
+            figs = {f"cifar_mlp_search_filters_{k}.png": fig for k, fig in
+                    enumerate(search_figures(weights, shown, seed=args.seeds[0]).values())}
+            written = protocol.write_outputs(args.out, "cifar_mlp_search.json", found, figs, dpi=80)
+            print(f"wrote {written[0]} and {len(written) - 1} figures")
+            args.parts = tuple(x for x in args.parts if x != "search")
+            if not args.parts:
+                return found
+        common = dict(device=args.device, root=args.data, progress=args.progress, parts=args.parts,
+                      overrides=args.overrides, on_ablation_row=print_row, download=args.download)
+        if len(args.seeds) > 1:
+            record = run_seeds(args.seeds, args.budget, args.out, **common)
+            written = [args.out / seeds_name(args.budget)]
+        else:
+            record = run(args.budget, out=args.out, seed=args.seed, **common)
+            written = [args.out / output_names(args.budget, args.seed, args.parts,
+                                               args.settings.ablation_networks)["json"]]
+    except protocol.OutputsKept as exc:
+        if getattr(exc, "record", None) is not None:
+            print(summary_text(exc.record))
+        raise SystemExit(f"error: {exc}") from None
+    print(summary_text(record))
+    print(f"wrote {', '.join(map(str, written))} (and the figures) into {args.out}")
+    return record
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ import copy
 import hashlib
 import itertools
 import json
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -837,26 +838,72 @@ def summary_table_html(results: dict[str, Any], spread: str = "std") -> str:
     return html_table(header, rows)
 
 
-def _figures(results: dict[str, Any], networks, out: Path) -> list[str]:
+def _figures(results: dict[str, Any], stem: str) -> dict[str, Any]:
+    """The figures of a run, keyed by file name ``<stem>_barriers.png`` and
+    ``<stem>_interpolation_<variant>_w<width>.png`` (``stem`` carries the budget and, for
+    one network seed, the seed)."""
     from ..plots.merging import barrier_table_figure, interpolation_figure
 
-    paths = []
-    fig = barrier_table_figure(results)
-    p = out / "gcnn_barriers.png"
-    fig.savefig(p, dpi=120, bbox_inches="tight")
-    paths.append(str(p))
+    figures = {f"{stem}_barriers.png": barrier_table_figure(results)}
     for key, cell in results["cells"].items():
         sf = cell["self_flip"][0]
         pair = cell["two_network"][0] if cell["two_network"] else None
         if "curve_reset" not in sf:
             continue
-        fig = interpolation_figure(sf, pair, title=key)
-        p = out / f"interpolation_{key.replace('@', '_w')}.png"
-        fig.savefig(p, dpi=120, bbox_inches="tight")
-        paths.append(str(p))
-    import matplotlib.pyplot as plt
-    plt.close("all")
-    return paths
+        variant, width = key.split("@")
+        title = f"Interpolation paths: variant {variant}, width multiplier {width}"
+        figures[f"{stem}_interpolation_{key.replace('@', '_w')}.png"] = interpolation_figure(sf, pair, title=title)
+    return figures
+
+
+def output_stem(budget: str, seeds: Sequence[int]) -> str:
+    """The start of every output name: ``gcnn_barrier_<budget>`` for several network seeds,
+    ``gcnn_barrier_<budget>_seed<N>`` for one (so one-seed runs never overwrite each other).
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    seeds = tuple(seeds)
+    name = protocol.output_name("gcnn_barrier", budget, seeds[0] if len(seeds) == 1 else None, "")
+    return name
+
+
+def summary_text(results: dict[str, Any]) -> str:
+    """The few lines the command line prints at the end, for people: one row per cell
+    (variant @ width multiplier) with the networks' test accuracy, the GCNN (self-flip) and
+    two-network barriers after a BN reset, and the invariance error of a network and of its
+    self-flip midpoint; then how many of the chapter's claims hold.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+    def ms(stats: dict[str, Any] | None, digits: int = 1) -> str:
+        if not stats:
+            return "–"
+        return f"{stats['mean']:.{digits}f} ± {stats['std']:.{digits}f}"
+
+    header = ["cell (variant @ width)", "networks", "test accuracy (%)", "GCNN barrier (ppt)",
+              "two-network barrier (ppt)", "invariance error: network → midpoint"]
+    rows = []
+    for key, cell in results["cells"].items():
+        sf, tn = cell["summary"]["self_flip"], cell["summary"].get("two_network")
+        rows.append([key, len(cell["self_flip"]), ms(sf["acc_a"]), ms(sf["barrier_reset"]),
+                     ms(tn["barrier_reset"]) if tn else "–",
+                     f"{sf['invariance_a']['mean']:.3f} → {sf['invariance_mid_reset']['mean']:.1e}"])
+    claims = results.get("claims", {})
+    failing = [k for k, v in claims.items() if not v]
+    seeds = results.get("seeds")
+    lines = [f"GCNN barrier experiment, budget {results.get('budget_name', '?')}, network seeds {seeds}, "
+             f"on {results.get('device', '?')}" + (" (results from the cache)" if results.get("from_cache") else "")
+             + ":",
+             protocol.text_table(header, rows),
+             textwrap.fill(
+                 "barrier: mean test accuracy of the two endpoints minus the midpoint's, in percentage "
+                 "points, after resetting BatchNorm statistics (mean ± std over networks / pairs); GCNN "
+                 "barrier: a network merged with its channel-aligned mirrored copy; two-network: two "
+                 "independently trained networks merged. invariance error: relative change of the "
+                 "logits under the mirror.", 100),
+             f"claims: {len(claims) - len(failing)} of {len(claims)} hold"
+             + (f"; not holding: {', '.join(failing)}" if failing else "")]
+    return "\n".join(lines)
 
 
 #: what the CLI's ``--parts`` can select: the barrier measurements (always needed) and the figures
@@ -882,15 +929,42 @@ def apply_overrides(b: BarrierBudget, settings: Sequence[str]) -> BarrierBudget:
     return replace(b, **changes)
 
 
+#: the command line's help after the flags: budgets with their measured run times, outputs
+CLI_EPILOG = """budgets (measured run times; "not measured" where no run backs a figure):
+  laptop  small VGG-style CNNs (config 8,M,16,M,32,M,64,M): 4 variants at width 1
+          and 2 at width 0.5, 3 networks each, 2,500 images, 3 epochs.
+          CPU: the barrier measurements of the recorded three-seed run took 403 s
+          after training (book/part3/recorded/gcnn_barrier_laptop.json; the
+          training time is not recorded). Training included: not measured.
+          GPU: not measured.
+  full    VGG11 at width 1, 4 variants x 3 networks, 50,000 images, 10 epochs of
+          SGD, bf16 autocast and channels-last: meant for a GPU. Not measured
+          (no record yet; benchmarks/gpu_check.sh records one).
+  ci      an old name of laptop, still accepted (older scripts, CI).
+
+outputs in --out (written to a temporary folder beside --out and moved in at
+once; if the move fails they are kept there and the error names it):
+  gcnn_barrier_<budget>.json        every number, the settings and the command
+                                    (several network seeds: the default, --seeds)
+  gcnn_barrier_<budget>_seed<N>.json  the same for one network seed (--seed N)
+  <the same stem>_barriers.png, <stem>_interpolation_<variant>_w<width>.png
+                                    the figures (--parts figures)
+A table of the main numbers is printed at the end."""
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """CLI: ``python -m eqlib.experiments.gcnn_barrier --budget laptop|full --device cpu|cuda
     [--seeds 0,1,2 | --seed N] [--set FIELD=VALUE ...] [--parts barriers,figures] --out results/``,
     the flags of :mod:`eqlib.experiments.protocol`.
 
     Without ``--seed``/``--seeds`` every cell has the budget's networks (seeds
-    ``0 .. networks − 1``). Writes ``gcnn_barrier_<budget>.json`` atomically (every number,
+    ``0 .. networks − 1``). Writes ``gcnn_barrier_<budget>.json`` (with one network seed
+    ``gcnn_barrier_<budget>_seed<N>.json``, :func:`output_stem`: every number,
     ``settings``, the command that made it and the package versions) and, with the part
-    ``figures``, PNG figures into ``--out``.
+    ``figures``, PNG figures, all through a temporary folder beside ``--out`` moved in at
+    once (:func:`eqlib.experiments.protocol.write_outputs`). Prints a table of the main
+    numbers at the end (:func:`summary_text`); when the outputs cannot be moved into
+    ``--out``, prints where they are kept and exits with status 1.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
@@ -899,19 +973,32 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     import sys
 
     argv_list = list(sys.argv[1:] if argv is None else argv)
-    parser = protocol.build_parser("python -m eqlib.experiments.gcnn_barrier", __doc__.split("\n")[0],
-                                   parts=PARTS, progress=False)
-    args = protocol.parse_args(parser, argv_list, BUDGETS)
+    parser = protocol.build_parser(
+        "python -m eqlib.experiments.gcnn_barrier",
+        "The GCNN barrier on CIFAR-10 (Bökman & Kahl, \"Investigating how ReLU-networks encode "
+        "symmetries\", NeurIPS 2023): is a trained ReLU CNN close to a mirror-GCNN? Each network "
+        "is merged with its channel-aligned mirrored copy (their midpoint is a mirror-GCNN) and, "
+        "for comparison, with an independently trained network; the barrier is the test accuracy "
+        "the midpoint loses. Chapter 10 of the course.",
+        parts=PARTS, progress=False, epilog=CLI_EPILOG)
+    seeds_given = any(a.split("=")[0] in ("--seed", "--seeds") for a in argv_list)
+
+    def budget_of(args) -> BarrierBudget:
+        b = apply_overrides(BUDGETS[args.budget], args.set)
+        return replace(b, seeds=tuple(args.seeds)) if seeds_given else b
+
+    def outputs(args) -> list[str]:  # the JSON's name, checked before any work
+        return [output_stem(args.budget, network_seeds(budget_of(args))) + ".json"]
+
+    args = protocol.parse_args(parser, argv_list, BUDGETS, outputs=outputs)
     if "barriers" not in args.parts:
         parser.error("--parts must include 'barriers' (the figures are drawn from them)")
-    seeds_given = any(a.split("=")[0] in ("--seed", "--seeds") for a in argv_list)
     try:
-        b = apply_overrides(BUDGETS[args.budget], args.set)
-        if seeds_given:
-            b = replace(b, seeds=tuple(args.seeds))
+        b = budget_of(args)
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
     name, out = args.budget, args.out
+    stem = output_stem(name, network_seeds(b))
     data = load_merge_data(b, args.data, download=args.download)
     networks = train_networks(b, data[0], device=default_device(args.device), progress=args.progress)
     results = run_experiment(b, device=args.device, networks=networks, data=data)
@@ -922,16 +1009,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     results["command"] = "python -m eqlib.experiments.gcnn_barrier " + shlex.join(argv_list)
     results["versions"] = {"python": platform.python_version(), "torch": torch.__version__,
                            "machine": platform.machine()}
-    results["figures"] = _figures(results, networks, out) if "figures" in args.parts else []
-    path = protocol.write_json(out / f"gcnn_barrier_{name}.json", results)
-    for key, cell in results["cells"].items():
-        s = cell["summary"]
-        line = f"{key:16s} self-flip barrier (BN reset) {s['self_flip']['barrier_reset']['mean']:6.2f}"
-        if "two_network" in s:
-            line += f"   two-network {s['two_network']['barrier_reset']['mean']:6.2f}"
-        print(line)
-    print("claims:", json.dumps(results["claims"], indent=1))
-    print(f"wrote {path} and {len(results['figures'])} figures in {results['seconds']:.0f} s (plus training)")
+    figures = _figures(results, stem) if "figures" in args.parts else {}
+    results["figures"] = list(figures)
+    try:
+        path = protocol.write_outputs(out, stem + ".json", results, figures, dpi=120)[0]
+    except protocol.OutputsKept as exc:
+        print(summary_text(results))
+        raise SystemExit(f"error: {exc}") from None
+    print(summary_text(results))
+    print(f"wrote {path} and {len(figures)} figures in {results['seconds']:.0f} s (plus training)")
     return results
 
 

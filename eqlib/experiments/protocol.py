@@ -15,6 +15,9 @@ and gets from here
   ``--parts``, ``--out`` (checked writable before any work), ``--progress/--no-progress``,
   ``--no-download``, ``--data``),
 - :func:`write_json`: the JSON of numbers, written atomically,
+- :func:`write_outputs`: the JSON and the figures of a run, staged beside ``--out`` and
+  moved in at once (:func:`staged_outputs`; nothing is lost when the move fails),
+- :func:`text_table`: the plain-text summary table a command line prints at the end,
 - :func:`load_json` and :func:`check_recorded`: the recorded-run check any experiment's
   test calls (the recorded run was made with the current budget, up to named changes).
 
@@ -31,6 +34,7 @@ import math
 import os
 import re
 import tempfile
+import textwrap
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,7 +46,8 @@ from . import writable_folder
 
 __all__ = ["settings", "settings_dict", "parse_setting", "parse_settings", "parse_seeds",
            "build_parser", "parse_args", "write_json", "strict_json", "load_json", "check_recorded",
-           "numbers_differ", "output_name", "check_targets", "staged_outputs", "NONFINITE_KEY"]
+           "numbers_differ", "output_name", "check_targets", "staged_outputs", "write_outputs",
+           "OutputsKept", "text_table", "NONFINITE_KEY"]
 
 S = TypeVar("S")
 
@@ -252,9 +257,24 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     return tuple(seeds)
 
 
+#: what the command line's help says of each budget (an experiment adds its measured times)
+BUDGET_HELP = ("compute budget: laptop (the default: minutes on 2 CPU cores) or full (the "
+               "published scale, meant for a GPU); default $EQLIB_BUDGET, else laptop. The old "
+               "name ci (used by older scripts and CI) is still accepted and means laptop.")
+
+
+def _budget_name(text: str) -> str:
+    """``--budget``: one of the budgets (or an old alias, still accepted but not listed)."""
+    value = str(text).strip().lower()
+    if value not in budget_choices():
+        raise argparse.ArgumentTypeError(f"unknown budget {text!r}; choose laptop or full")
+    return value
+
+
 def build_parser(prog: str, description: str, parts: Sequence[str] = (),
                  default_out: str = "results", progress: bool = True,
-                 default_parts: Sequence[str] | None = None) -> argparse.ArgumentParser:
+                 default_parts: Sequence[str] | None = None,
+                 epilog: str | None = None) -> argparse.ArgumentParser:
     """The command line every experiment shares.
 
     Flags: ``--budget``, ``--device``, ``--seed N`` or ``--seeds 0,1,2``, ``--set KEY=VALUE``
@@ -262,12 +282,17 @@ def build_parser(prog: str, description: str, parts: Sequence[str] = (),
     ``--progress/--no-progress`` (default ``progress``), ``--no-download``. Read the
     arguments with :func:`parse_args`, which checks ``--out`` before anything else.
     ``default_parts`` (default: all ``parts``) are run when ``--parts`` is not given.
+    ``--budget`` lists ``laptop`` and ``full``; the old name ``ci`` is accepted (it means
+    ``laptop``) and said so in the help, not listed. ``epilog`` (the experiment's budgets
+    and measured run times, its outputs) is printed after the flags as written.
 
     Chapters: Part III, *Experiments*.
     """
-    p = argparse.ArgumentParser(prog=prog, description=description)
-    p.add_argument("--budget", choices=budget_choices(), default=None,
-                   help="compute budget (default $EQLIB_BUDGET, else laptop)")
+    description = "\n\n".join(textwrap.fill(par, 79) for par in str(description).split("\n\n"))
+    p = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--budget", type=_budget_name, default=None, metavar="{laptop,full}",
+                   help=BUDGET_HELP)
     p.add_argument("--device", default=None,
                    help="cpu or cuda (default $EQLIB_DEVICE, else cuda when available)")
     p.add_argument("--out", default=default_out,
@@ -466,9 +491,9 @@ def write_json(path: str | os.PathLike, obj: Any) -> Path:
         return atomic_write(path, lambda f: f.write(text.encode()))
     except OSError as exc:
         rescued = _rescue(path, text.encode())
-        where = f"saved instead at {str(rescued)!r}" if rescued else "and could not be saved elsewhere either"
-        raise OSError(exc.errno, f"could not write {str(path)!r} ({exc.strerror or exc}); the JSON is {where}"
-                      ) from exc
+        where = (f"the JSON is saved instead at {str(rescued)!r}" if rescued
+                 else "the JSON could not be saved elsewhere either")
+        raise OSError(exc.errno, f"could not write {str(path)!r} ({exc.strerror or exc}); {where}") from exc
 
 
 def _rescue(path: Path, data: bytes) -> Path | None:
@@ -512,6 +537,36 @@ def load_json(path: str | os.PathLike, required: Sequence[str] = ("settings",)) 
 
 
 # --------------------------------------------------------------------------- outputs
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain-text table (columns padded, a rule under the header), as a command line
+    prints at the end of a run; ``None`` cells are shown as ``–``.
+
+    Chapters: Part III, *Experiments*.
+    """
+    cells = [[str(h) for h in header]] + [["–" if c is None else str(c) for c in r] for r in rows]
+    width = max(len(r) for r in cells)
+    cells = [r + [""] * (width - len(r)) for r in cells]
+    sizes = [max(len(r[i]) for r in cells) for i in range(width)]
+    lines = ["  ".join(c.ljust(n) for c, n in zip(r, sizes)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * n for n in sizes))
+    return "\n".join(lines)
+
+
+class OutputsKept(OSError, ValueError):
+    """The outputs of a run could not all be moved into ``--out``; they are kept in
+    ``kept`` (a folder), which the message names. An ``OSError`` (and a ``ValueError``,
+    for a target name in the way).
+
+    Chapters: Part III, *Experiments*.
+    """
+
+    def __init__(self, errno_: int | None, message: str, kept: Path | None = None):
+        super().__init__(errno_ or errno.EIO, message)
+        self.kept = kept
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 def output_name(stem: str, budget: str, seed: int | None = None, suffix: str = ".json") -> str:
     """The file name of an experiment's output: ``<stem>_<budget>_seed<seed><suffix>`` for a
@@ -562,10 +617,10 @@ def staged_outputs(out: str | os.PathLike, names: Iterable[str] = ()) -> Iterato
 
     ``names`` (the outputs known in advance) are checked first (:func:`check_targets`);
     every file in the staging folder is checked again before any is moved, so a bad
-    target fails before anything lands in ``out``. If the block raises, or a move fails
-    (``out`` turned read-only, the disk filled), the staged files stay in the staging
-    folder and the error names it: nothing computed is lost. On success the staging
-    folder is removed.
+    target fails before anything lands in ``out``. If the block raises, the staged files
+    stay in the staging folder and a note on the error names it; if a late check or a
+    move fails (``out`` turned read-only, the disk filled), :class:`OutputsKept` names
+    it: nothing computed is lost. On success the staging folder is removed.
 
     Usage::
 
@@ -599,16 +654,70 @@ def staged_outputs(out: str | os.PathLike, names: Iterable[str] = ()) -> Iterato
     try:
         check_targets(out, staged)
     except ValueError as exc:
-        raise ValueError(f"{exc}; the outputs are kept in {str(stage)!r}") from None
+        raise OutputsKept(errno.EEXIST, f"{exc}; the outputs are kept in {str(stage)!r}", stage) from None
     moved = []
     try:
         for name in staged:
             os.replace(stage / name, out / name)
             moved.append(name)
     except OSError as exc:
-        raise OSError(exc.errno, f"could not move the outputs into {str(out)!r} ({exc.strerror or exc}); "
-                      f"moved {moved}, the rest are kept in {str(stage)!r}") from exc
+        raise OutputsKept(exc.errno, f"could not move the outputs into {str(out)!r} ({exc.strerror or exc}); "
+                          f"moved {moved}, the rest are kept in {str(stage)!r}", stage) from exc
     stage.rmdir()
+
+
+def write_outputs(out: str | os.PathLike, record_name: str, record: Any,
+                  figures: Mapping[str, Any] = (), dpi: int = 110) -> list[Path]:
+    """Write a run's JSON ``record_name`` (:func:`write_json`) and its ``figures``
+    (``{file name: matplotlib figure}``, saved as PNG and closed) into ``out`` through
+    :func:`staged_outputs`: all are written into a temporary folder beside ``out`` (the
+    JSON first), their names checked, then moved in at once.
+
+    Returns:
+        The paths in ``out``, the JSON first.
+
+    Raises:
+        OutputsKept: when anything fails on the way (a target name in the way, ``out``
+            read-only, the disk full): the message names the folder where every output
+            written so far is kept (and a rescue copy of the JSON, if one was needed).
+
+    Chapters: Part III, *Experiments*.
+    """
+    import matplotlib.pyplot as plt
+
+    figures = dict(figures)
+    names = [record_name] + list(figures)
+
+    def write_all(folder: Path) -> None:
+        write_json(folder / record_name, record)  # the numbers first
+        for name, fig in figures.items():
+            fig.savefig(folder / name, dpi=dpi, bbox_inches="tight")
+
+    stage: Path | None = None
+    try:
+        # the names were checked before the work; staged_outputs checks them again before moving
+        with staged_outputs(out) as stage:
+            write_all(stage)
+    except OutputsKept:
+        raise
+    except (OSError, ValueError) as exc:
+        kept = stage if stage is not None and stage.is_dir() and any(stage.iterdir()) else None
+        if kept is None:  # nothing staged (no staging folder, or the write failed at once): try again elsewhere
+            for parent in (Path(out).parent, None):
+                try:
+                    folder = Path(tempfile.mkdtemp(prefix="eqlib-rescue-", dir=parent))
+                    write_all(folder)
+                    kept = folder
+                    break
+                except (OSError, ValueError):
+                    continue
+        where = f"the outputs are kept in {str(kept)!r}" if kept else "they could not be kept anywhere"
+        raise OutputsKept(getattr(exc, "errno", None),
+                          f"could not write the outputs into {str(out)!r} ({exc}); {where}", kept) from exc
+    finally:
+        for fig in figures.values():
+            plt.close(fig)
+    return [Path(out) / n for n in names]
 
 
 def numbers_differ(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0,

@@ -127,6 +127,8 @@ def plot_attention_heads(model, x: torch.Tensor, head_perm: Sequence[int], query
             axes[r, h + 1].set_title(f"head {hh}", fontsize=8, color="tab:red" if hh != h else "black")
     for ax in axes.flat:
         ax.set_xticks([]), ax.set_yticks([])
-    fig.suptitle("attention of the query token; bottom row: heads in the order τ(h)", fontsize=9)
+    fig.suptitle("Attention of the query token (yellow square) in each head; bottom row: the mirrored "
+                 "image,\nits heads reordered by the matched head permutation τ (red: a head that moved)",
+                 fontsize=9)
     fig.tight_layout()
     return fig

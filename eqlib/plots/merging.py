@@ -13,6 +13,12 @@ import torch
 __all__ = ["barrier_table_figure", "interpolation_figure", "filter_pairs_figure", "filter_image"]
 
 
+#: the barrier columns in words (figure labels)
+_BARRIER_LABELS = {"barrier": "barrier, interpolated BN statistics",
+                  "barrier_reset": "barrier after BN reset",
+                  "barrier_repair": "barrier after REPAIR"}
+
+
 def barrier_table_figure(results: Mapping[str, Any], key: str = "barrier_reset"):
     """Barriers (percentage points) per cell "variant@width": self-flip vs two-network, every value shown.
 
@@ -35,7 +41,8 @@ def barrier_table_figure(results: Mapping[str, Any], key: str = "barrier_reset")
         ax.bar(xs + off, means, width=0.34, color=color, alpha=0.75, label=label)
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xticks(xs, [k for k, _ in cells], rotation=20)
-    ax.set_ylabel(f"{key.replace('_', ' ')} (ppt)")
+    ax.set_xlabel("cell: variant @ width multiplier")
+    ax.set_ylabel(f"{_BARRIER_LABELS.get(key, key.replace('_', ' '))}\n(percentage points)")
     ax.legend(fontsize=8)
     ax.set_title("Accuracy barrier at the midpoint (dots: individual networks / pairs)")
     fig.tight_layout()
@@ -60,7 +67,7 @@ def interpolation_figure(self_flip: Mapping[str, Any], pair: Mapping[str, Any] |
         ax.axvline(alpha, color="gray", ls="--", lw=1)
         y = np.interp(alpha, self_flip["alphas"], self_flip["curve_reset"])
         ax.annotate(f"{y:.1f} %", (alpha, y), textcoords="offset points", xytext=(5, 5), color="C0")
-    ax.set_xlabel("α")
+    ax.set_xlabel("α: weight of the partner θ_B in (1 − α) θ_A + α θ_B")
     ax.set_ylabel("test accuracy (%) after BN reset")
     ax.set_title(title or "Interpolation paths")
     ax.legend(fontsize=8)

@@ -50,12 +50,31 @@ def plot_error_table(rows: Sequence[dict], probe: str = "noise"):
         xs = np.arange(len(conds))
         ax.bar(xs - 0.2, ours, 0.4, label="ours")
         ax.bar(xs + 0.2, [p if p is not None else 0 for p in paper], 0.4, label="paper", color="tab:gray")
-        ax.set_xticks(xs, [f"f≤{i}\n{m[0].upper()}" for i, m in conds], fontsize=8)
+        ax.set_xticks(xs, [f"{_layers(i)}\n{m}" for i, m in conds], fontsize=7)
+        ax.set_xlabel("layers composed, mirror", fontsize=8)
         ax.set_title(net, fontsize=9)
-    np.atleast_1d(axes)[0].set_ylabel(f"median relative error ({probe} probes)")
+    np.atleast_1d(axes)[0].set_ylabel(f"median relative error\n({probe} probes)")
     np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig.suptitle("Linear equivariance of the first layers: error of the best linear map A with "
+                 "A f(y) ≈ f(mirror y)\n(f: the first layers composed; bars: ours, grey: the paper's "
+                 "where reported)", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def _layers(i: int) -> str:
+    """``"layer 1"``, ``"layers 1–2"``: the layers f_1, …, f_i composed, in words."""
+    return "layer 1" if int(i) == 1 else f"layers 1–{int(i)}"
+
+
+#: the ablation's numbers in words (figure panels)
+_ABLATION_LABELS = {
+    "f1_horizontal_noise": "layer-1 error, horizontal mirror\n(trained), noise probes",
+    "f1_vertical_noise": "layer-1 error, vertical mirror\n(control), noise probes",
+    "f1_horizontal_images": "layer-1 error, horizontal mirror\n(trained), image probes",
+    "f1_horizontal_image_cov": "layer-1 error, horizontal mirror\n(trained), image-covariance probes",
+    "end_to_end": "end-to-end error,\nhorizontal mirror",
+}
 
 
 def plot_ablation(rows: Sequence[dict], keys: Sequence[str] = ("f1_horizontal_noise", "f1_vertical_noise",
@@ -70,9 +89,14 @@ def plot_ablation(rows: Sequence[dict], keys: Sequence[str] = ("f1_horizontal_no
     fig, axes = plt.subplots(1, len(keys), figsize=(3.1 * len(keys), 0.35 * len(rows) + 1.2), sharey=True)
     for ax, key in zip(np.atleast_1d(axes), keys):
         ax.barh(np.arange(len(rows)), [r[key] for r in rows], color="tab:blue")
-        ax.set_title(key.replace("_", " "), fontsize=9)
+        ax.set_title(_ABLATION_LABELS.get(key, key.replace("_", " ")), fontsize=8)
+        ax.set_xlabel("median relative error", fontsize=8)
         ax.invert_yaxis()
     np.atleast_1d(axes)[0].set_yticks(np.arange(len(rows)), labels, fontsize=8)
+    np.atleast_1d(axes)[0].set_ylabel("training variant", fontsize=8)
+    nets = sorted({str(r["network"]) for r in rows if "network" in r})
+    fig.suptitle("Ablation: what makes the first layer's mirror action emerge"
+                 + (f" ({', '.join(nets)})" if nets else ""), fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -91,11 +115,13 @@ def plot_emergence(points: Sequence[dict], upto: int | None = None):
     ep = [p["epoch"] for p in points]
     fig = plt.figure(figsize=(10, 3.2))
     ax = fig.add_subplot(1, 2, 1)
-    ax.plot(ep, [p["f1_error"] for p in points], marker="o", label="f₁ linear-equivariance error")
+    ax.plot(ep, [p["f1_error"] for p in points], marker="o", label="layer-1 linear-equivariance error")
     ax.plot(ep, [p["end_to_end"] for p in points], marker="s", label="end-to-end error")
     ax.plot(ep, [p["matched_filters"] for p in points], marker="^", label="matched filters (share)")
     ax.axvline(ep[k], color="gray", ls="--")
     ax.set_xlabel("epoch")
+    ax.set_ylabel("relative error / share of filters")
+    ax.set_title("Emergence of the mirror action over training", fontsize=9)
     ax.legend(fontsize=7)
     if "weight" in points[k]:
         W = points[k]["weight"]

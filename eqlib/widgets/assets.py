@@ -13,7 +13,8 @@ Run once after installing (CI does)::
     python -m eqlib.widgets.assets            # into book/_assets/widgets
     python -m eqlib.widgets.assets --check    # exit 1 if missing or altered
 
-Needs ``npm`` on the PATH (only to download: ``npm pack``). MathJax is bundled by the
+Needs ``npm`` on the PATH (only to download: ``npm pack``); without it the command
+says what is missing and how to install it, and exits with status 2. MathJax is bundled by the
 ``sphinx-mathjax-offline`` Python package and needs no step here.
 
 Chapter: every chapter with widgets (the first is *Groups and actions*).
@@ -28,9 +29,30 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import textwrap
 from pathlib import Path
 
-__all__ = ["PACKAGES", "DEFAULT_DEST", "fetch", "check"]
+__all__ = ["PACKAGES", "DEFAULT_DEST", "fetch", "check", "NpmMissing", "NPM_MISSING_MESSAGE"]
+
+
+class NpmMissing(RuntimeError):
+    """``npm`` is not on the PATH, so :func:`fetch` cannot download the widget JavaScript.
+
+    Chapter: every chapter with widgets (the first is *Groups and actions*).
+    """
+
+
+#: what ``python -m eqlib.widgets.assets`` prints when npm is missing (then it exits with 2)
+NPM_MISSING_MESSAGE = (
+    "eqlib.widgets.assets: cannot fetch the widget JavaScript: `npm` (Node.js's package "
+    "manager) is not on the PATH. It is needed once, to download two pinned npm packages "
+    "(@jupyter-widgets/html-manager and requirejs) into {dest}, so that the widgets of the "
+    "built book render offline. Install Node.js with npm (Debian/Ubuntu: `sudo apt-get "
+    "install npm`; macOS: `brew install node`; conda: `conda install -c conda-forge nodejs`; "
+    "or https://nodejs.org), then run this command again. Everything else works without it: "
+    "the chapters in JupyterLab (live widgets come from the kernel), the unit tests "
+    "(`python -m pytest tests/unit`) and the experiments' command lines; only the book build "
+    "and the rendered-page tests (tests/book) need these files.")
 
 #: npm package -> (version, sha256 of the tarball ``npm pack`` downloads, files to keep).
 PACKAGES: dict[str, tuple[str, str, dict[str, str]]] = {
@@ -105,7 +127,7 @@ def fetch(dest: Path | str = DEFAULT_DEST, npm: str = "npm") -> list[Path]:
     """
     dest = Path(dest)
     if shutil.which(npm) is None:
-        raise RuntimeError(f"{npm!r} not found on PATH; it is needed once to download the widget JavaScript")
+        raise NpmMissing(f"{npm!r} not found on PATH; it is needed once to download the widget JavaScript")
     dest.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     manifest: dict[str, str] = {}
@@ -177,7 +199,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.if_missing and not problems:
         print(f"widget assets already in {args.dest}")
         return 0
-    paths = fetch(args.dest)
+    try:
+        paths = fetch(args.dest)
+    except NpmMissing:
+        print(textwrap.fill(NPM_MISSING_MESSAGE.format(dest=args.dest), 88), file=sys.stderr)
+        return 2
+    except (RuntimeError, OSError) as exc:
+        print(textwrap.fill(f"eqlib.widgets.assets: could not fetch the widget JavaScript into {args.dest}: "
+                            f"{exc}. Check the network (npm downloads from its registry) and run this "
+                            "command again; the chapters in JupyterLab, the unit tests and the experiments "
+                            "work without these files.", 88, replace_whitespace=False), file=sys.stderr)
+        return 1
     print(f"wrote {len(paths)} files to {args.dest}")
     return 0
 

@@ -308,3 +308,22 @@ def test_load_results_errors_and_text_tables(tmp_path):
     text = A.table_text(record["table"])
     assert len(text.splitlines()) == 1 + 4 * 2 * 2 and "f2∘f1" in text and "0.029" in text
     assert "network" in A.ablation_text(E.load_results(RECORDED / "cifar_mlp_full_explore.json")["ablation"])
+
+
+def test_command_line_end_to_end_on_tiny_data(tmp_path, monkeypatch, capsys):
+    """The whole run (every part, tiny networks on synthetic images) through the CLI: a
+    summary table at the end, the seed-named JSON and figures moved into --out."""
+    monkeypatch.setattr(E, "load_data", lambda s, root=None, seed=0, download=None: (_fake(64), _fake(40, 1, "test")))
+    sets = ["n_train=64", "n_test=40", "hidden=12,8,8", "epochs=2", "batch_size=32", "noise_samples=200",
+            "cov_samples=200", "cov_images=50", "ablation_n_train=48", "ablation_epochs=2", "attention_epochs=1",
+            "attention_heads=2", "attention_patch=8", "ablation_variants=base"]
+    out = tmp_path / "out"
+    summary = E.main(["--device", "cpu", "--no-progress", "--seed", "2", "--out", str(out)]
+                     + [a for kv in sets for a in ("--set", kv)])
+    text = capsys.readouterr().out
+    assert "budget laptop, seed 2" in text and "tanh-classifier" in text and '"networks"' not in text
+    names = {p.name for p in out.iterdir()}
+    assert set(E.output_names("laptop", 2).values()) == names
+    record = E.load_results(out / "cifar_mlp_laptop_seed2.json")
+    assert record["seed"] == 2 and record["settings"]["hidden"] == [12, 8, 8]
+    assert summary["networks"].keys() == record["networks"].keys()
