@@ -1,5 +1,5 @@
-"""The linear-equivariance table of [SMBK26]'s CIFAR-10 experiment (and its text/HTML
-forms), the paper's numbers, and the ablation tables.
+"""The linear-equivariance table of the CIFAR-10 experiment of Shahverdi et al. (2026)
+(and its text/HTML forms), the paper's numbers, and the ablation tables.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """

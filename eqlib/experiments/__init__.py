@@ -1,7 +1,7 @@
 """One module per reproduced experiment, each with a command-line interface and a JSON of its numbers.
 
-- :mod:`eqlib.experiments.cifar_mlp`: the CIFAR-10 MLP experiment of [SMBK26]
-  (``python -m eqlib.experiments.cifar_mlp --budget full --out results/``).
+- :mod:`eqlib.experiments.cifar_mlp`: the CIFAR-10 MLP experiment of Shahverdi, Marchetti, Bökman and
+  Kohn (2026) (``python -m eqlib.experiments.cifar_mlp --budget full --out results/``).
 - :mod:`eqlib.experiments.gcnn_barrier`: GCNN classifiers and their interpolation barriers.
 - :mod:`eqlib.experiments.protocol`: the protocol both follow (budgets, ``--set``,
   ``--seeds``, the shared command line, atomic JSON, the recorded-run check).

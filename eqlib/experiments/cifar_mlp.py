@@ -754,7 +754,7 @@ def filter_search(train: CIFAR10, test: CIFAR10, variants: Mapping[str, Mapping[
                   on_row: Callable[[dict[str, Any]], None] | None = None,
                   weights: dict[tuple[str, int], torch.Tensor] | None = None) -> dict[str, Any]:
     """A search for a protocol under which the Tanh autoencoder's first-layer filters show
-    the signed-permutation picture of [SMBK26] (the chapter's protocol shows none).
+    the signed-permutation picture of Shahverdi et al. (2026) (the chapter's protocol shows none).
 
     Every variant runs with ``seeds``; the ``top`` variants (by categorised filters among
     the first 64, then by f1's horizontal error on noise) and the first variant (the
