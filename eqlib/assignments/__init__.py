@@ -42,9 +42,9 @@ from pathlib import Path
 import nbformat
 
 from . import core, plan, sandbox
-from .preprocessor import SandboxedExecute
+from .preprocessor import SandboxedExecute, UnfoldAnswers
 
-__all__ = ["SandboxedExecute", "Flag", "StudentScore", "setup", "release", "grade", "match_notebooks", "main"]
+__all__ = ["SandboxedExecute", "UnfoldAnswers", "Flag", "StudentScore", "setup", "release", "grade", "match_notebooks", "main"]
 
 BOOK = Path(__file__).resolve().parents[2] / "book"
 ASSIGNMENT = "exercises"
@@ -64,9 +64,10 @@ CONFIG = """\
 # Written by python -m eqlib.assignments setup; plain `nbgrader autograde` uses it too.
 # Each submission runs in a sandbox; checks are scored outside it (eqlib.assignments).
 from nbgrader.converters.autograde import Autograde
+from nbgrader.converters.generate_assignment import GenerateAssignment
 from nbgrader.preprocessors import Execute
 
-from eqlib.assignments import SandboxedExecute
+from eqlib.assignments import SandboxedExecute, UnfoldAnswers
 
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = {course_id!r}
@@ -75,11 +76,15 @@ c.SandboxedExecute.notebook_timeout = {notebook_timeout}  # seconds per notebook
 c.OverwriteCells.add_missing_cells = True  # a deleted check cell is put back and scored
 c.Autograde.autograde_preprocessors = [SandboxedExecute if p is Execute else p
     for p in Autograde.class_traits()['autograde_preprocessors'].default()]
+# the book folds solutions and hidden tests; student versions open them
+c.GenerateAssignment.preprocessors = [UnfoldAnswers] + list(
+    GenerateAssignment.class_traits()['preprocessors'].default())
 """
 
 
 def _config(course: Path, timeout: int = 60, notebook_timeout: int = 600):
     from nbgrader.converters.autograde import Autograde
+    from nbgrader.converters.generate_assignment import GenerateAssignment
     from nbgrader.preprocessors import Execute
     from traitlets.config import Config
 
@@ -91,6 +96,8 @@ def _config(course: Path, timeout: int = 60, notebook_timeout: int = 600):
     config.OverwriteCells.add_missing_cells = True
     config.Autograde.autograde_preprocessors = [
         SandboxedExecute if p is Execute else p for p in Autograde.class_traits()["autograde_preprocessors"].default()]
+    config.GenerateAssignment.preprocessors = [UnfoldAnswers] + list(
+        GenerateAssignment.class_traits()["preprocessors"].default())
     return config
 
 

@@ -1,4 +1,5 @@
-"""nbgrader's autograde step, isolated: ``SandboxedExecute`` replaces nbgrader's ``Execute``.
+"""nbgrader's autograde step, isolated: ``SandboxedExecute`` replaces nbgrader's ``Execute``;
+and ``UnfoldAnswers``, which opens the answer cells the book keeps folded.
 
 ``setup`` writes a ``nbgrader_config.py`` that puts it in ``Autograde.autograde_preprocessors``,
 so ``nbgrader autograde`` (and formgrader's autograde button) run each submission in the
@@ -110,3 +111,28 @@ def _write_report(root: Path, assignment: str, student: str, notebook: str, resu
            "cell_errors": {str(s.get("cell")): o["error"] for s, o in zip(result.steps, result.outputs)
                            if o and o.get("error")}}
     (folder / f"{notebook}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False))
+
+
+FOLD_TAGS = ("hide-input", "hide-cell")
+
+
+class UnfoldAnswers(NbGraderPreprocessor):
+    """Open every folded cell in a student version (``generate_assignment``).
+
+    The book folds solution code and hidden tests (the ``hide-input`` tag and JupyterLab's
+    ``source_hidden``) so a reader tries first; in a released notebook those cells hold the
+    student's answer cell and the visible checks, which must be open to be worked on.
+    """
+
+    def preprocess_cell(self, cell, resources, index):
+        jupyter = cell.get("metadata", {}).get("jupyter", {})
+        for key in ("source_hidden", "outputs_hidden"):
+            jupyter.pop(key, None)
+        if "jupyter" in cell.get("metadata", {}) and not jupyter:
+            del cell.metadata["jupyter"]
+        tags = cell.get("metadata", {}).get("tags")
+        if tags:
+            cell.metadata.tags = [t for t in tags if t not in FOLD_TAGS]
+            if not cell.metadata.tags:
+                del cell.metadata["tags"]
+        return cell, resources

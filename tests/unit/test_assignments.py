@@ -303,3 +303,33 @@ pathlib.Path("result.txt").write_text(repr(out))
     assert result.returncode == 0, result.stderr
     assert eval((scratch / "result.txt").read_text()) == ["package", "data", False, "denied"]
     assert (checkout / "eqlib.txt").read_text() == "package"
+
+
+def _folded(cell) -> bool:
+    return bool(cell.metadata.get("jupyter", {}).get("source_hidden")) or \
+        "hide-input" in cell.metadata.get("tags", [])
+
+
+@pytest.mark.parametrize("how", ["front end", "plain nbgrader"])
+def test_released_answer_cells_are_unfolded(tmp_path, how):
+    # the book folds solutions and hidden tests; a student's copy must show its answer cells
+    [source] = assignments.setup(tmp_path / "c", ["02"])
+    nb = nbformat.read(source, as_version=4)
+    graded = [c for c in nb.cells if plan.nbg(c).get("solution") or plan.nbg(c).get("grade")]
+    assert graded
+    for cell in graded:
+        cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+        cell.metadata["tags"] = ["hide-input", "keep-me"]
+    nbformat.write(nb, source)
+    if how == "front end":
+        [released] = assignments.release(tmp_path / "c")
+    else:
+        proc = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "exercises",
+                               "--force"], cwd=tmp_path / "c", capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        [released] = sorted((tmp_path / "c" / "release" / "exercises").glob("*.ipynb"))
+    cells = nbformat.read(released, as_version=4).cells
+    answers = [c for c in cells if plan.nbg(c).get("solution") or plan.nbg(c).get("grade")]
+    assert len(answers) == len(graded) and not any(_folded(c) for c in answers)
+    assert all(c.metadata.get("tags") == ["keep-me"] for c in answers)  # other tags kept
