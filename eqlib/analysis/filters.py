@@ -86,14 +86,16 @@ def filter_pairing(W1: torch.Tensor, axis: str = "horizontal", threshold: float 
     :func:`eqlib.latent.match_units`) against all filters: mirror(w_j) ≈ s_j w_{π(j)}.
     A filter matched to itself with ``|cosine|`` at least ``threshold`` is symmetric
     (s_j = 1) or antisymmetric (s_j = −1). A filter j matched to another filter k = π(j)
-    is in a mirrored pair (s_j = 1) or a negated mirrored pair (s_j = −1) only if
-    everything the four-kinds proposition of the chapter proves necessary holds:
+    is in a mirrored pair (s_j = 1) or a negated mirrored pair (s_j = −1) only if all of these hold:
 
-    * the match is reciprocal, π(k) = j, and sign-consistent, s_k = s_j;
+    * the match is reciprocal, π(k) = j, and sign-consistent, s_k = s_j (what the
+      four-kinds proposition of the chapter requires of a 2-cycle);
     * both matches reach ``threshold``;
-    * neither filter is itself (anti)symmetric at the threshold (``|cos(mirror(w), w)|``
-      below it), so the pair is not two near-copies of one symmetric filter, for which
-      the assignment would choose between "pair" and "symmetric" arbitrarily.
+    * as a further rule of the sorting (a guard against near-copies, not a consequence
+      of the proposition), neither filter is itself (anti)symmetric at the threshold
+      (``|cos(mirror(w), w)|`` below it), so the pair is not two near-copies of one
+      symmetric filter, for which the assignment would choose between "pair" and
+      "symmetric" arbitrarily.
 
     Otherwise the filter is unmatched; the matches rejected for the first or the last
     reason are reported in ``non_reciprocal`` and ``self_symmetric_pair``. The
@@ -103,7 +105,9 @@ def filter_pairing(W1: torch.Tensor, axis: str = "horizontal", threshold: float 
     categorised except the mirrored (or negated) pairs (w, ±mirror(w)) whose filters are
     themselves near-symmetric, ``|cos(mirror(w), w)|`` at least ``threshold``: such a pair
     cannot be told from two near-copies of one symmetric filter and is rejected as a
-    ``self_symmetric_pair`` (the chapter's proposition on the sorting of an exact action).
+    ``self_symmetric_pair`` (the chapter's proposition on the sorting of an exact action,
+    for a ``threshold`` below 1: at 1, a computed ``|cosine|`` of an exact fixed point can
+    round to just below 1 and leave that filter unmatched).
 
     (Before this check existed, every filter with π(j) ≠ j and ``|cosine|`` at least
     ``threshold`` counted as paired: pair counts made that way are upper bounds of these.
