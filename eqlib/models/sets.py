@@ -282,8 +282,9 @@ def plant_residual_invariant(d: int, hidden: int, activation: str = "relu", seed
     f(−x) = −x − 2W_1⁺σ(−W_1x) = −x − 2W_1⁺(σ(W_1x) − W_1x) = f(x).
 
     The inner layer maps −x to σ(−W_1x) = σ(W_1x) − W_1x, which is not a linear
-    function of σ(W_1x) for generic W_1 (checked in tests/unit/test_sets.py; unit by unit
-    not a function at all); on the latent (x, σ(W_1x)) that the skip carries, g acts by the
+    function of σ(W_1x) for the blocks the tests and the chapter build (d = 3, checked in
+    tests/unit/test_sets.py; unit by unit not a function at all); not for every W_1: with
+    d = 1 and two ReLU units of opposite signs a scaled swap of the units is one; on the latent (x, σ(W_1x)) that the skip carries, g acts by the
     linear map (x, h) ↦ (−x, h − W_1x), which is not a permutation times a scaling.
 
     Raises:
