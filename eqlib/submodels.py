@@ -80,9 +80,9 @@ _LIVE, _CONST, _DEAD = 0, 1, 2
 def _require_mlp(model, what: str) -> None:
     if not isinstance(model, MLP):
         if isinstance(model, Model):
-            raise TypeError(f"{what} works on eqlib MLPs (layers σ(Wx + b)); got {type(model).__name__}, "
+            raise TypeError(f"model must be an eqlib MLP: {what} works on eqlib MLPs (layers σ(Wx + b)); got {type(model).__name__}, "
                             "whose latent coordinates are not scalar neurons")
-        raise TypeError(f"{what} needs an eqlib MLP, got {type(model).__name__}")
+        raise TypeError(f"model must be an eqlib MLP ({what}), got {type(model).__name__}")
     model.check_finite()
 
 

@@ -70,7 +70,7 @@ def mlp_layers(model) -> list[Dense]:
     """
     layers = list(getattr(model, "layers", []))
     if not layers or not all(isinstance(l, Dense) for l in layers):
-        raise TypeError(f"latent-action recovery from weights needs an MLP of Dense layers, got {type(model).__name__}")
+        raise TypeError(f"model must be an MLP of Dense layers (latent-action recovery from weights), got {type(model).__name__}")
     return layers
 
 

@@ -200,7 +200,7 @@ def flip_filters(model: VGG) -> VGG:
     Chapter: *ReLU CNNs and GCNNs*.
     """
     if not isinstance(model, VGG):
-        raise ValueError(f"flip_filters needs a VGG (or MirrorGCNN), got {type(model).__name__}")
+        raise TypeError(f"model must be a VGG (or MirrorGCNN) for flip_filters, got {type(model).__name__}")
     plain = model.to_cnn() if isinstance(model, MirrorGCNN) else copy.deepcopy(model)
     with torch.no_grad():
         for layer in conv_layers(plain):
