@@ -35,7 +35,7 @@ from ..actions import (Action, MatrixAction, PermutationAction, check_homomorphi
 from ..groups import FiniteGroup, GroupElement, flip
 from ..models.attention import AttentionNetwork, MultiHeadAttention
 from ..models.base import Model
-from ..validation import check_bool, check_float, check_tensor, show
+from ..validation import check_bool, check_float, check_int, check_tensor, show
 from ..symmetries import random_invertible, apply_attention_symmetry, sample_attention_symmetry
 from .result import MonomialAction
 
@@ -137,7 +137,7 @@ class TokenAction(Action):
         self.perms = perms
         self.inv = np.argsort(perms, axis=1)
         self.n_tokens = perms.shape[1]
-        self.token_dim = feature_action.dim if feature_action is not None else int(token_dim)
+        self.token_dim = feature_action.dim if feature_action is not None else check_int("token_dim", token_dim, 1)
         self.feature_action = feature_action
         self.dim = self.n_tokens * self.token_dim
         self.shape = (self.n_tokens, self.token_dim)
@@ -858,6 +858,7 @@ def hide_attention_network(net: Model, seed: int = 0, log_scale: float = 0.5,
     Chapter: *Attention* (book/part2/08_attention).
     """
     check_bool("heads", heads)
+    check_float("log_scale", log_scale, 0.0, 80.0)
     layers = list(net.layers) if isinstance(net, Model) else None
     if not layers or not all(isinstance(l, MultiHeadAttention) for l in layers):
         raise TypeError("net must be a Model whose layers are all MultiHeadAttention layers")
