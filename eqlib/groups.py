@@ -296,6 +296,24 @@ def _permutation_table(perms: np.ndarray, block_entries: int = 1 << 22) -> np.nd
     Products are found by a random integer hash of each row, then compared entry by
     entry with the permutation found, so a hash collision cannot go unnoticed."""
     n, k = perms.shape
+    if k ** k <= 1 << 25:  # exact keys: p ↦ Σ_i p[i] k^i, a lookup table of k^k entries
+        base = k ** np.arange(k, dtype=np.int64)
+        lookup = np.full(k ** k, -1, dtype=np.int64)
+        lookup[perms @ base] = np.arange(n)
+        table = np.empty((n, n), dtype=np.int64)
+        rows = max(1, block_entries // max(1, n))
+        for start in range(0, n, rows):
+            a = perms[start:start + rows]  # (rows, k)
+            key = np.zeros((len(a), n), dtype=np.int64)
+            for i in range(k):  # (a∘b)[i] = a[b[i]] for every b at once
+                key += np.take(a, perms[:, i], axis=1) * base[i]
+            found = lookup[key]
+            if (found < 0).any():
+                bad = np.argwhere(found < 0)[0]
+                raise ValueError(f"not closed: the product of permutations {start + bad[0]} and {bad[1]} "
+                                 "is not in the set")
+            table[start:start + rows] = found
+        return table
     weights = np.random.default_rng(0).integers(1, 2**61, size=k, dtype=np.int64)
     codes = perms @ weights  # wraps around modulo 2^64: a hash
     order = np.argsort(codes, kind="stable")

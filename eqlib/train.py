@@ -210,7 +210,7 @@ def mirror_images(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
             raise ValueError(f"flattened images must have 3·32·32 = 3072 coordinates, got {x.shape[1]}")
         return _mirror_images(x, axis, (3, 32, 32))
     if x.dim() != 4:
-        raise ValueError(f"expected images (N, C, H, W) or (N, 3072), got shape {tuple(x.shape)}")
+        raise ValueError(f"x must be images (N, C, H, W) or (N, 3072), got shape {tuple(x.shape)}")
     return _mirror_images(x, axis)
 
 
@@ -804,7 +804,7 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    if not callable(build_model):
+    if not callable(build_model) or isinstance(build_model, nn.Module):
         raise TypeError(f"build_model must be a function returning a fresh model, got {show(build_model)}")
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
@@ -829,6 +829,12 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
     if eval_data is not None and (not isinstance(eval_data, (tuple, list)) or len(eval_data) != 2):
         raise TypeError(f"eval_data must be a pair (images, labels), got {show(eval_data)}")
     run_spec = _run_spec(model, images, labels, config, eval_data, sym_spec)
+    for name, value in (("cache_key_extra", cache_key_extra), ("data_spec", data_spec)):
+        if value is not None:
+            try:
+                config_hash({name: value})
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{name} must be plain JSON: {exc}") from None
     spec = {"run": run_spec, "data_spec": None if data_spec is None else dict(data_spec),
             "extra": dict(cache_key_extra or {})}
     identity = config_hash(spec, length=64)

@@ -35,7 +35,7 @@ from ..actions import (Action, MatrixAction, PermutationAction, check_homomorphi
 from ..groups import FiniteGroup, GroupElement, flip
 from ..models.attention import AttentionNetwork, MultiHeadAttention
 from ..models.base import Model
-from ..validation import check_bool, check_float, check_int, check_tensor, show
+from ..validation import check_bool, check_float, check_int, check_shape, check_tensor, show
 from ..symmetries import random_invertible, apply_attention_symmetry, sample_attention_symmetry
 from .result import MonomialAction
 
@@ -176,6 +176,8 @@ def patchify(images: Tensor, patch: int) -> Tensor:
 
     Chapter: *Attention*.
     """
+    check_tensor("images", images, ndim=4)
+    patch = check_int("patch", patch, 1)
     N, C, H, W = images.shape
     if H % patch or W % patch:
         raise ValueError(f"image size {H}×{W} is not a multiple of the patch size {patch}")
@@ -188,7 +190,15 @@ def unpatchify(tokens: Tensor, shape: tuple[int, int, int], patch: int) -> Tenso
 
     Chapter: *Attention*.
     """
-    C, H, W = shape
+    C, H, W = check_shape("shape", shape, 3)
+    patch = check_int("patch", patch, 1)
+    check_tensor("tokens", tokens, ndim=3)
+    if H % patch or W % patch:
+        raise ValueError(f"image size {H}×{W} is not a multiple of the patch size {patch}")
+    want = ((H // patch) * (W // patch), C * patch * patch)
+    if tuple(tokens.shape[1:]) != want:
+        raise ValueError(f"tokens must have shape (N, {want[0]}, {want[1]}) for images {tuple(shape)} and patch "
+                         f"{patch}, got {tuple(tokens.shape)}")
     N = tokens.shape[0]
     x = tokens.reshape(N, H // patch, W // patch, C, patch, patch)
     return x.permute(0, 3, 1, 4, 2, 5).reshape(N, C, H, W)
