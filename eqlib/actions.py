@@ -116,7 +116,7 @@ class Action:
 
     def _check(self, g: GroupElement) -> int:
         if not isinstance(g, GroupElement) or g.group != self.group:
-            raise ValueError(f"{g!r} is not an element of {self.group.name}, the group this action is of")
+            raise ValueError(f"g = {g!r} is not an element of {self.group.name}, the group this action is of")
         return g.index
 
     def __repr__(self) -> str:
@@ -132,7 +132,13 @@ class MatrixAction(Action):
     def __init__(self, group: FiniteGroup, matrices: Tensor, shape: tuple[int, ...] | None = None):
         _check_group(group)
         self.group = group
-        self._matrices = torch.as_tensor(matrices, dtype=torch.get_default_dtype())
+        if not isinstance(matrices, torch.Tensor):
+            try:
+                matrices = torch.as_tensor(np.asarray(matrices))
+            except (TypeError, ValueError, RuntimeError) as exc:
+                raise TypeError(f"matrices must be a (|G|, d, d) tensor, got {show(matrices)} ({exc})") from None
+        check_tensor("matrices", matrices, dtype="real")  # complex matrices would lose their imaginary part
+        self._matrices = matrices.detach().to(dtype=torch.get_default_dtype())
         if (self._matrices.ndim != 3 or self._matrices.shape[0] != group.order
                 or self._matrices.shape[1] != self._matrices.shape[2] or self._matrices.shape[1] == 0):
             raise ValueError(f"matrices must be {group.order} square matrices (|G|, d, d) with d >= 1, "
@@ -191,9 +197,32 @@ class PermutationAction(Action):
                              f"got {tuple(self.signs.shape)}")
         if self.signs is not None and not bool((self.signs.abs() == 1).all()):
             raise ValueError("signs of a signed permutation action must be ±1")
+        self._check_homomorphism()
         self.shape = check_shape("shape", shape) if shape is not None else (self.dim,)
         if int(np.prod(self.shape)) != self.dim:
             raise ValueError(f"shape {self.shape} does not hold {self.dim} entries")
+
+    def _check_homomorphism(self) -> None:
+        """ρ(e) = I and ρ(g)ρ(s) = ρ(gs) for every g and every generator s (enough: every
+        element is a product of generators). With (ρ(g)x)_j = s_j(g) x_{p_j(g)},
+        (ρ(g)ρ(s)x)_j = s_j(g) s_{p_j(g)}(s) x_{p_{p_j(g)}(s)}. Costs |G| · #generators · dim."""
+        G, idx = self.group, self.index
+        e = G.identity.index
+        if not torch.equal(idx[e], torch.arange(self.dim)) or (
+                self.signs is not None and not bool((self.signs[e] == 1).all())):
+            raise ValueError(f"index (and signs) do not define an action of {G.name}: the identity {G.identity!r} "
+                             "must act as the identity map")
+        for s in {int(g.index) for g in G.generators} or {e}:
+            composite = idx[s][idx]  # row g: p(s)[p(g)]
+            want = idx[torch.as_tensor(G.table[:, s])]
+            bad = ~(composite == want).all(dim=1)
+            if self.signs is not None:
+                sign = self.signs * self.signs[s][idx]
+                bad |= ~(sign == self.signs[torch.as_tensor(G.table[:, s])]).all(dim=1)
+            if bool(bad.any()):
+                g = G[int(torch.nonzero(bad)[0])]
+                raise ValueError(f"index (and signs) do not define an action of {G.name}: "
+                                 f"ρ({g.name})ρ({G[s].name}) ≠ ρ({(g @ G[s]).name})")
 
     def act(self, g: GroupElement, x: Tensor) -> Tensor:
         i = self._check(g)
@@ -271,8 +300,11 @@ class DirectSum(Action):
         for k, p in enumerate(parts):
             if not isinstance(p, Action):
                 raise TypeError(f"parts[{k}] must be an Action, got {show(p)}")
-        if not parts or any(p.group != parts[0].group for p in parts):
-            raise ValueError("a direct sum needs actions of one and the same group")
+        if not parts:
+            raise ValueError("parts must hold at least one action, got none")
+        if any(p.group != parts[0].group for p in parts):
+            raise ValueError(f"parts must be actions of one and the same group, got actions of "
+                             f"{[p.group.name for p in parts]}")
         self.group = parts[0].group
         self.parts = [q for p in parts for q in (p.parts if isinstance(p, DirectSum) else [p])]
         self.dim = sum(p.dim for p in self.parts)
@@ -312,7 +344,7 @@ def check_homomorphism(rho: Action, num_probes: int = 8, seed: int = 0) -> float
     """
     if not isinstance(rho, Action):
         raise TypeError(f"rho must be an Action, got {show(rho)}")
-    num_probes = check_int("num_probes", num_probes, 1)
+    num_probes = check_int("num_probes", num_probes, 1, 10**5)
     G = rho.group
     x = torch.randn(num_probes, rho.dim, generator=torch.Generator().manual_seed(check_int("seed", seed)))
     acted = [rho.act(h, x) for h in G]
@@ -494,7 +526,7 @@ def reynolds(W: Tensor, rho_in: Action, rho_out: Action) -> Tensor:
     Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
     """
     _check_pair(rho_in, rho_out)
-    check_tensor("W", W)
+    W = _real_float(check_tensor("W", W, finite=True))
     if W.ndim < 2 or tuple(W.shape[-2:]) != (rho_out.dim, rho_in.dim):
         raise ValueError(f"W must have shape (..., {rho_out.dim}, {rho_in.dim}) (d_out, d_in), "
                          f"got {tuple(W.shape)}")
@@ -512,6 +544,10 @@ def equivariant_projector(rho_in: Action, rho_out: Action) -> Tensor:
     Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
     """
     _check_pair(rho_in, rho_out)
+    n = rho_in.dim * rho_out.dim
+    if n * n > MAX_ENTRIES:
+        raise ValueError(f"rho_in and rho_out are too big for a dense projector: it would be a ({n}, {n}) matrix "
+                         f"({n * n} entries > {MAX_ENTRIES}); use reynolds(W, rho_in, rho_out) instead")
     G = rho_in.group
     return torch.stack([torch.kron(rho_out.matrix(g), rho_in.matrix(G.inverse(g)).T.contiguous()) for g in G]).mean(0)
 
@@ -566,7 +602,8 @@ def from_matrices(group: FiniteGroup, matrices: Mapping[GroupElement, object]) -
                 m = m @ mats[group.generators[k]]
             stacked[g.index] = m
     else:
-        raise ValueError("give a matrix for every element, or at least for every generator")
+        raise ValueError(f"matrices must give a matrix for every element, or at least for every generator of "
+                         f"{group.name}, got {len(matrices)} matrices")
     action = MatrixAction(group, stacked)
     _require_homomorphism(action)
     return action
@@ -578,7 +615,7 @@ def trivial(group: FiniteGroup, dim: int = 1) -> PermutationAction:
     Chapter: *Groups and actions*.
     """
     _check_group(group)
-    dim = check_int("dim", dim, 1)
+    dim = check_int("dim", dim, 1, MAX_ENTRIES // group.order)
     return PermutationAction(group, np.tile(np.arange(dim), (group.order, 1)))
 
 
@@ -644,6 +681,19 @@ def regular(group: FiniteGroup) -> PermutationAction:
     return permutation(group, group.table)
 
 
+#: the most entries an action's tables or a dense operator may hold (about 0.5 GB of int64):
+#: bigger sizes are refused at once instead of exhausting memory
+MAX_ENTRIES = 2**26
+
+
+def _check_image_shape(shape: object) -> tuple[int, int, int]:
+    """An image shape (C, H, W) of positive ints holding at most ``MAX_ENTRIES`` pixels."""
+    shape = check_shape("shape", shape, 3)
+    if int(np.prod(shape)) > MAX_ENTRIES:
+        raise ValueError(f"shape must hold at most {MAX_ENTRIES} entries, got {shape}")
+    return shape
+
+
 #: the largest group order :func:`regular` builds
 REGULAR_MAX_ORDER = 1024
 
@@ -673,7 +723,7 @@ def mirror_images(x: Tensor, axis: str = "horizontal", shape: tuple[int, int, in
     dim = _mirror_axis(axis)
     check_tensor("x", x)
     if shape is not None:
-        shape = check_shape("shape", shape, 3)
+        shape = _check_image_shape(shape)
         if x.dim() != 2 or x.shape[1] != int(np.prod(shape)):
             raise ValueError(f"flattened images of shape {tuple(shape)} must be (N, {int(np.prod(shape))}), "
                              f"got {tuple(x.shape)}")
@@ -692,7 +742,7 @@ def mirror(shape: tuple[int, int, int], axis: str = "horizontal") -> Permutation
 
     Chapter: *Groups and actions*.
     """
-    shape = check_shape("shape", shape, 3)
+    shape = _check_image_shape(shape)
     dim = _mirror_axis(axis)
     G = flip()
     m = _image_index(tuple(shape), lambda t: torch.flip(t, dims=(dim,)))
@@ -705,7 +755,7 @@ def image_dihedral(shape: tuple[int, int, int]) -> PermutationAction:
 
     Chapter: *Groups and actions*.
     """
-    shape = check_shape("shape", shape, 3)
+    shape = _check_image_shape(shape)
     if shape[1] != shape[2]:
         raise ValueError(f"shape must be of square images (C, H, H) for rotations by 90°, got {shape}")
     G = dihedral(4)
@@ -720,7 +770,7 @@ def image_rotations(shape: tuple[int, int, int]) -> PermutationAction:
     Chapter: *Groups and actions*.
     """
 
-    shape = check_shape("shape", shape, 3)
+    shape = _check_image_shape(shape)
     if shape[1] != shape[2]:
         raise ValueError(f"shape must be of square images (C, H, H) for rotations by 90°, got {shape}")
     G = cyclic(4)
@@ -740,7 +790,8 @@ def token_permutation(group: FiniteGroup, n_tokens: int, token_dim: int) -> Perm
     n_tokens, token_dim = check_int("n_tokens", n_tokens, 1), check_int("token_dim", token_dim, 1)
     perms = getattr(group, "permutations", None)
     if perms is None or perms.shape[1] != n_tokens:
-        raise ValueError(f"{group.name} must be a group of permutations of {n_tokens} tokens")
+        raise ValueError(f"n_tokens = {n_tokens} does not fit {group.name}: it must be a group of permutations of "
+                         f"{n_tokens} tokens")
     inv = np.argsort(perms, axis=1)  # new position j holds old token g^{-1}(j)
     index = (inv[:, :, None] * token_dim + np.arange(token_dim)[None, None, :]).reshape(group.order, -1)
     action = PermutationAction(group, index, None, (n_tokens, token_dim))

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from .seeds import numpy_rng
-from .validation import check_int, show
+from .validation import check_bool, check_int, check_sequence, show
 
 __all__ = [
     "GroupElement",
@@ -41,6 +41,10 @@ class GroupElement:
         self.index = int(index)
 
     def __matmul__(self, other: "GroupElement") -> "GroupElement":
+        if not isinstance(other, GroupElement):
+            return NotImplemented
+        if other.group != self.group:
+            raise ValueError(f"other = {other!r} is not an element of {self.group.name}, the group of {self!r}")
         return self.group.compose(self, other)
 
     def __invert__(self) -> "GroupElement":
@@ -120,6 +124,7 @@ class FiniteGroup:
     ):
         if not isinstance(name, str):
             raise TypeError(f"name must be a string, got {show(name)}")
+        check_bool("check_associativity", check_associativity)
         try:
             table = np.asarray(table)
         except ValueError as exc:  # ragged rows
@@ -162,7 +167,7 @@ class FiniteGroup:
         right = np.flatnonzero(np.all(table == ar[:, None], axis=0))
         identities = np.intersect1d(left, right)
         if len(identities) == 0:
-            raise ValueError("no identity: no element e with e@a = a@e = a for every a")
+            raise ValueError("table is not a group table: no identity (no element e with e@a = a@e = a for every a)")
         e = identities[0]
         # every element needs a two-sided inverse: some b with a@b = e = b@a
         has_inverse = np.any((table == e) & (table.T == e), axis=1)
@@ -236,19 +241,19 @@ class FiniteGroup:
             try:
                 return self._elements[self.names.index(key)]
             except ValueError:
-                raise KeyError(f"{self.name} has no element named {key!r}; names: {self.names}") from None
+                raise KeyError(f"key {key!r}: {self.name} has no element named {key!r}; names: {self.names}") from None
         return self._elements[check_int("key", key, -self.order, self.order - 1)]
 
-    def _own(self, a: GroupElement | int) -> int:
+    def _own(self, a: GroupElement | int, name: str = "a") -> int:
         if isinstance(a, GroupElement):
             if a.group != self:
-                raise ValueError(f"{a!r} is not an element of {self.name}")
+                raise ValueError(f"{name} = {a!r} is not an element of {self.name}")
             return a.index
-        return check_int(f"an element index of {self.name}", a, 0, self.order - 1)
+        return check_int(f"{name} (an element index of {self.name})", a, 0, self.order - 1)
 
     def compose(self, a: GroupElement | int, b: GroupElement | int) -> GroupElement:
         """The product ``a @ b`` (apply b first, then a, when acting)."""
-        return self._elements[int(self.table[self._own(a), self._own(b)])]
+        return self._elements[int(self.table[self._own(a), self._own(b, "b")])]
 
     def inverse(self, a: GroupElement | int) -> GroupElement:
         return self._elements[int(self._inverse[self._own(a)])]
@@ -265,7 +270,7 @@ class FiniteGroup:
 
     def sample(self, n: int = 1, seed: int | None = 0) -> list[GroupElement]:
         """``n`` elements drawn uniformly with a seeded generator (None: the default seed 0)."""
-        n = check_int("n", n, 0)
+        n = check_int("n", n, 0, SAMPLE_MAX)
         rng = numpy_rng(seed)
         return [self._elements[i] for i in rng.integers(0, self.order, size=n)]
 
@@ -291,6 +296,24 @@ def _permutation_table(perms: np.ndarray, block_entries: int = 1 << 22) -> np.nd
     Products are found by a random integer hash of each row, then compared entry by
     entry with the permutation found, so a hash collision cannot go unnoticed."""
     n, k = perms.shape
+    if k ** k <= 1 << 25:  # exact keys: p ↦ Σ_i p[i] k^i, a lookup table of k^k entries
+        base = k ** np.arange(k, dtype=np.int64)
+        lookup = np.full(k ** k, -1, dtype=np.int64)
+        lookup[perms @ base] = np.arange(n)
+        table = np.empty((n, n), dtype=np.int64)
+        rows = max(1, block_entries // max(1, n))
+        for start in range(0, n, rows):
+            a = perms[start:start + rows]  # (rows, k)
+            key = np.zeros((len(a), n), dtype=np.int64)
+            for i in range(k):  # (a∘b)[i] = a[b[i]] for every b at once
+                key += np.take(a, perms[:, i], axis=1) * base[i]
+            found = lookup[key]
+            if (found < 0).any():
+                bad = np.argwhere(found < 0)[0]
+                raise ValueError(f"not closed: the product of permutations {start + bad[0]} and {bad[1]} "
+                                 "is not in the set")
+            table[start:start + rows] = found
+        return table
     weights = np.random.default_rng(0).integers(1, 2**61, size=k, dtype=np.int64)
     codes = perms @ weights  # wraps around modulo 2^64: a hash
     order = np.argsort(codes, kind="stable")
@@ -312,6 +335,10 @@ def _permutation_table(perms: np.ndarray, block_entries: int = 1 << 22) -> np.nd
     return table
 
 
+#: the most elements :meth:`FiniteGroup.sample` draws at once (more would exhaust memory)
+SAMPLE_MAX = 10**7
+
+
 def from_permutations(
     generators: Sequence[Sequence[int]], name: str = "G", max_order: int = 5040
 ) -> FiniteGroup:
@@ -329,6 +356,7 @@ def from_permutations(
     max_order = check_int("max_order", max_order, 1)
     if isinstance(generators, (str, bytes)) or not hasattr(generators, "__iter__"):
         raise TypeError(f"generators must be a sequence of permutations, got {show(generators)}")
+    generators = check_sequence("generators", generators)
     gens = []
     for k, p in enumerate(generators):
         if isinstance(p, (str, bytes)) or not hasattr(p, "__iter__"):

@@ -32,6 +32,8 @@ from typing import IO, Any
 
 import torch
 
+from .validation import check_int, show
+
 __all__ = ["cache_dir", "config_hash", "content_hash", "atomic_write", "save_torch", "load_torch", "CorruptFileError",
            "clean_stale_temporaries", "warn_once", "CACHE_WRITE_ERRORS"]
 
@@ -139,6 +141,12 @@ def cache_dir(*parts: str) -> Path:
 
     Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
+    for k, part in enumerate(parts):
+        if not isinstance(part, str):
+            raise TypeError(f"parts[{k}] must be a folder name (a string), got {show(part)}")
+        if part in ("", ".", "..") or "/" in part or os.sep in part or (os.altsep and os.altsep in part):
+            raise ValueError(f"parts[{k}] must be a single folder name inside the cache (no '/', '.' or '..'), "
+                             f"got {part!r}")
     root = Path(os.environ.get("EQLIB_CACHE") or Path.home() / ".cache" / "eqlib").expanduser()
     path = root.joinpath(*parts)
     for folder in [root, *(root.joinpath(*parts[:k]) for k in range(1, len(parts) + 1))]:
@@ -210,9 +218,7 @@ def config_hash(config: Mapping[str, Any], length: int = 16) -> str:
     """
     if not isinstance(config, Mapping):
         raise TypeError(f"config must be a mapping, got {type(config).__name__} {config!r:.60}")
-    length = int(length)
-    if not 1 <= length <= 64:
-        raise ValueError(f"length must be an integer in 1..64, got {length}")
+    length = check_int("length", length, 1, 64)
     text = json.dumps(_plain(config, "config"), sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
@@ -226,6 +232,7 @@ def content_hash(x: Any, length: int = 64) -> str:
 
     Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
+    length = check_int("length", length, 1, 64)
     if not isinstance(x, torch.Tensor):
         if type(x).__module__ == "numpy" and hasattr(x, "dtype") and hasattr(x, "shape"):
             import numpy as np
@@ -255,7 +262,13 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) ->
     temporary file is removed; if the process dies, the next write of ``path`` (or the
     next :func:`cache_dir` of its folder) removes it.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {show(path)}")
+    if not callable(write):
+        raise TypeError(f"write must be a function taking the open file, got {show(write)}")
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, f"path {str(path)!r} is a directory, not a file to write")
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temporaries(path.parent, path.name)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_tmp_prefix(path), suffix=".tmp")
@@ -297,6 +310,14 @@ def load_torch(path: str | os.PathLike, map_location: str | torch.device | None 
     """Verify the SHA-256 that :func:`save_torch` stored, then ``torch.load(...,
     weights_only=True)``. A damaged file (truncated, zeroed, flipped bits, no checksum,
     forbidden pickle globals) raises :class:`CorruptFileError` naming it."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {show(path)}")
+    if map_location is not None and not callable(map_location) and not isinstance(map_location, dict):
+        try:
+            torch.device(map_location)
+        except (RuntimeError, TypeError, ValueError) as exc:
+            raise ValueError(f"map_location must name a device (e.g. 'cpu'), got {show(map_location)} "
+                             f"({exc})") from None
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")

@@ -31,7 +31,8 @@ from .models.attention import AttentionNetwork, MultiHeadAttention
 from .models.cnn import VGG, MirrorGCNN, conv_layers
 from .models.mlp import MLP
 from .symmetries import SymmetryElement
-from .validation import check_finite, check_float, check_int, check_tensor, show
+from .seeds import torch_generator
+from .validation import check_bool, check_finite, check_float, check_int, check_tensor, show
 
 __all__ = ["PermutationSpec", "permutation_spec", "vgg_permutation_spec", "mlp_permutation_spec",
            "attention_permutation_spec", "identity_permutations", "random_permutations",
@@ -87,7 +88,7 @@ def vgg_permutation_spec(model: VGG) -> PermutationSpec:
     if isinstance(model, MirrorGCNN):
         raise TypeError("a MirrorGCNN's parameters are parametrized; use model.to_cnn() to get a plain VGG first")
     if not isinstance(model, VGG):
-        raise TypeError(f"vgg_permutation_spec needs a VGG, got {type(model).__name__}")
+        raise TypeError(f"model must be a VGG: vgg_permutation_spec needs a VGG, got {type(model).__name__}")
     axes: dict[str, tuple[str | None, ...]] = {}
     sizes: dict[str, int] = {}
     prev: str | None = None
@@ -119,7 +120,7 @@ def mlp_permutation_spec(model: MLP) -> PermutationSpec:
     Chapter: *Parameter symmetries* (book/part1/04_parameter_symmetries).
     """
     if not isinstance(model, MLP):
-        raise TypeError(f"mlp_permutation_spec needs an eqlib MLP, got {type(model).__name__}")
+        raise TypeError(f"model must be an eqlib MLP (mlp_permutation_spec), got {type(model).__name__}")
     dims = list(model.dims)
     names = [None] + [f"hidden{i}" for i in range(1, len(dims) - 1)] + [None]
     axes = {}
@@ -145,7 +146,7 @@ def attention_permutation_spec(model: MultiHeadAttention | AttentionNetwork) -> 
     elif isinstance(model, AttentionNetwork):
         layers = {f"layers.{i}.": (f"heads{i}", l) for i, l in enumerate(model.layers)}
     else:
-        raise TypeError(f"attention_permutation_spec needs a MultiHeadAttention or AttentionNetwork, "
+        raise TypeError(f"model must be a MultiHeadAttention or AttentionNetwork: attention_permutation_spec needs a MultiHeadAttention or AttentionNetwork, "
                         f"got {type(model).__name__}")
     axes, sizes = {}, {}
     for prefix, (name, layer) in layers.items():
@@ -169,7 +170,7 @@ def permutation_spec(model: nn.Module) -> PermutationSpec:
         return attention_permutation_spec(model)
     if isinstance(model, VGG):
         return vgg_permutation_spec(model)
-    raise TypeError(f"no permutation spec for {type(model).__name__}: give one (spec=...)")
+    raise TypeError(f"model: no permutation spec for {type(model).__name__}: give one (spec=...)")
 
 
 def identity_permutations(spec: PermutationSpec) -> dict[str, torch.Tensor]:
@@ -177,7 +178,13 @@ def identity_permutations(spec: PermutationSpec) -> dict[str, torch.Tensor]:
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
+    _check_spec(spec)
     return {n: torch.arange(c) for n, c in spec.sizes.items()}
+
+
+def _check_spec(spec: object) -> None:
+    if not isinstance(spec, PermutationSpec):
+        raise TypeError(f"spec must be a PermutationSpec (see permutation_spec(model)), got {show(spec)}")
 
 
 def random_permutations(spec: PermutationSpec, seed: int | torch.Generator = 0) -> dict[str, torch.Tensor]:
@@ -185,7 +192,8 @@ def random_permutations(spec: PermutationSpec, seed: int | torch.Generator = 0) 
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
-    gen = seed if isinstance(seed, torch.Generator) else torch.Generator().manual_seed(int(seed))
+    _check_spec(spec)
+    gen = torch_generator(seed)
     return {n: torch.randperm(c, generator=gen) for n, c in spec.sizes.items()}
 
 
@@ -207,11 +215,14 @@ def _as_permutations(perms: Perms) -> dict[str, torch.Tensor]:
 def _check_perms(spec: PermutationSpec, perms: Perms) -> None:
     for name, p in perms.items():
         if name not in spec.sizes:
-            raise ValueError(f"unknown permutation {name!r}; the spec has {spec.names}")
+            raise ValueError(f"perms has the unknown permutation {name!r}; the spec has {spec.names}")
         p = torch.as_tensor(p)
         c = spec.sizes[name]
+        if p.is_floating_point() or p.is_complex() or p.dtype == torch.bool:
+            raise TypeError(f"perms[{name!r}] must hold integer indices, got {p.dtype}")
         if p.shape != (c,) or not torch.equal(torch.sort(p.cpu()).values, torch.arange(c)):
-            raise ValueError(f"permutation {name!r} must be a permutation of 0..{c - 1}, got {p.tolist()[:12]}…")
+            raise ValueError(f"perms[{name!r}]: permutation {name!r} must be a permutation of 0..{c - 1}, "
+                             f"got {p.tolist()[:12]}…")
 
 
 def apply_permutation(model: nn.Module, perms: Perms, spec: PermutationSpec | None = None) -> nn.Module:
@@ -291,12 +302,20 @@ def involution_distance(p: torch.Tensor) -> float:
     return float((p[p] != torch.arange(len(p), device=p.device)).float().mean())
 
 
+#: normalised CIFAR-10 pixels lie within about ±2.2; values above this are raw 0..255 pixels
+IMAGE_ABS_MAX = 50.0
+
+
 def _check_images(images: torch.Tensor, batch_size: int) -> int:
     """Normalised float images (N, C, H, W), N >= 1, finite; ``batch_size`` an integer >= 1."""
     check_tensor("images", images)
     if images.dim() != 4 or not images.is_floating_point():
-        raise ValueError(f"expected normalised float images (N, C, H, W), got {images.dtype} {tuple(images.shape)} "
+        raise ValueError(f"images must be normalised float images (N, C, H, W), got {images.dtype} {tuple(images.shape)} "
                          "(convert uint8 images with eqlib.train.prepare_images)")
+    if images.numel() and float(images.detach().abs().max()) > IMAGE_ABS_MAX:
+        raise ValueError(f"images must be normalised (values within ±{IMAGE_ABS_MAX:g}), got values up to "
+                         f"{float(images.detach().abs().max()):g}: 0..255 images? convert them with "
+                         "eqlib.train.prepare_images")
     if images.shape[0] == 0:
         raise ValueError("images must hold at least one image, got none (shape "
                          f"{tuple(images.shape)}): the statistics of no data are undefined")
@@ -392,6 +411,7 @@ def match_activations(model_a: VGG, model_b: VGG, images: torch.Tensor, batch_si
     Chapter: *ReLU CNNs and GCNNs*.
     """
     spec = vgg_permutation_spec(model_a)
+    check_bool("return_correlations", return_correlations)
     corrs = channel_correlations(model_a, model_b, images, batch_size)
     perms, matched = {}, []
     for name, c in zip(spec.names, corrs):
@@ -415,7 +435,7 @@ def interpolate(model_a: nn.Module, model_b: nn.Module, alpha: float) -> nn.Modu
     _check_model("model_b", model_b)
     sa, sb = model_a.state_dict(), model_b.state_dict()
     if sa.keys() != sb.keys():
-        raise ValueError("the two models have different parameters; they must share one architecture")
+        raise ValueError("model_a and model_b have different parameters; they must share one architecture")
     new = {}
     for k, va in sa.items():
         vb = sb[k].to(va.device)

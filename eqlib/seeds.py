@@ -42,6 +42,14 @@ def torch_generator(seed: int | torch.Generator | None, device: str | torch.devi
     """
     if isinstance(seed, torch.Generator):
         return seed
+    if device is not None:
+        try:
+            dev = torch.device(device)
+        except (RuntimeError, TypeError, ValueError) as exc:
+            raise ValueError(f"device must name a device (e.g. 'cpu'), got {show(device)} ({exc})") from None
+        if dev.type == "meta":
+            raise ValueError("device must be a real device (cpu, cuda): a meta generator draws no numbers")
+        device = dev
     gen = torch.Generator(device=device) if device is not None else torch.Generator()
     return gen.manual_seed(_seed(seed))
 

@@ -60,6 +60,7 @@ Chapter: *Models, latent spaces and submodels* (book/part1/03_models_and_submode
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -80,9 +81,9 @@ _LIVE, _CONST, _DEAD = 0, 1, 2
 def _require_mlp(model, what: str) -> None:
     if not isinstance(model, MLP):
         if isinstance(model, Model):
-            raise TypeError(f"{what} works on eqlib MLPs (layers σ(Wx + b)); got {type(model).__name__}, "
+            raise TypeError(f"model must be an eqlib MLP: {what} works on eqlib MLPs (layers σ(Wx + b)); got {type(model).__name__}, "
                             "whose latent coordinates are not scalar neurons")
-        raise TypeError(f"{what} needs an eqlib MLP, got {type(model).__name__}")
+        raise TypeError(f"model must be an eqlib MLP ({what}), got {type(model).__name__}")
     model.check_finite()
 
 
@@ -153,7 +154,7 @@ class _Structure:
             for i in range(1, self.L):
                 lay, layer = self.layers[i - 1], self.model.layers[i - 1]
                 _, v_prev = self.alpha(i - 1)
-                z = layer.weight @ v_prev
+                z = layer.weight @ v_prev.to(layer.weight)
                 if layer.bias is not None:
                     z = z + layer.bias
                 const = lay.status == _CONST
@@ -246,6 +247,25 @@ def _detect(params: list[tuple[Tensor, Tensor | None]], activations: list[str], 
     return found
 
 
+def _in_model_dtype(fn):
+    """Run ``fn`` with the default float dtype set to the MLP's own (float64 networks are
+    reduced in float64: the maps α, α* and the constants are built in that dtype)."""
+    @functools.wraps(fn)
+    def wrapper(first, *args, **kwargs):
+        model = first.original if isinstance(first, Reduction) else first
+        param = next(model.parameters(), None) if isinstance(model, torch.nn.Module) else None
+        dtype = param.dtype if param is not None else None
+        if dtype not in (torch.float32, torch.float64) or dtype == torch.get_default_dtype():
+            return fn(first, *args, **kwargs)
+        old = torch.get_default_dtype()
+        torch.set_default_dtype(dtype)
+        try:
+            return fn(first, *args, **kwargs)
+        finally:
+            torch.set_default_dtype(old)
+    return wrapper
+
+
 def find_inactive(model: MLP, tol: float = 1e-6) -> list[dict[str, Tensor]]:
     """Inactive neurons of each hidden layer, in one pass over the given parameters.
 
@@ -324,12 +344,22 @@ class Reduction:
 
     def embed(self, i: int, h: Tensor) -> Tensor:
         """α_i(h̃) for h̃ of shape (..., d̃_i)."""
+        h = self._latent("h", i, h, self.alpha[check_int("i", i, 0, len(self.alpha) - 1)].shape[1])
         return h @ self.alpha[i].T.to(h) + self.alpha_offset[i].to(h)
 
     def project(self, i: int, h: Tensor) -> Tensor:
         """α*_i(h) for h of shape (..., d_i)."""
+        h = self._latent("h", i, h, self.alpha_star[check_int("i", i, 0, len(self.alpha_star) - 1)].shape[1])
         return h @ self.alpha_star[i].T.to(h)
 
+    @staticmethod
+    def _latent(name: str, i: int, h: Tensor, d: int) -> Tensor:
+        check_tensor(name, h, dtype="float")
+        if h.ndim == 0 or h.shape[-1] != d:
+            raise ValueError(f"{name} must have shape (..., {d}) (latent space {i}), got {tuple(h.shape)}")
+        return h
+
+    @_in_model_dtype
     def beta(self, sub: MLP | None = None) -> MLP:
         """β(θ̃): full-size MLP parameters from submodel parameters (default: ``self.model``).
 
@@ -404,6 +434,7 @@ class Reduction:
                     layer.bias.copy_(b)
         return full
 
+    @_in_model_dtype
     def diagram_errors(self, x: Tensor, sub: MLP | None = None) -> dict[str, float]:
         """Check the commuting diagram numerically on inputs x (N, d_0).
 
@@ -432,6 +463,7 @@ class Reduction:
         return errs
 
 
+@_in_model_dtype
 def reduce(model: MLP, tol: float = 1e-6, max_passes: int = 100) -> Reduction:
     """Remove dead and constant neurons and merge clones until none is left.
 

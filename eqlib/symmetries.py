@@ -31,7 +31,7 @@ from scipy.optimize import linear_sum_assignment
 from .models.attention import AttentionNetwork, MultiHeadAttention
 from .models.mlp import ACTIVATIONS, MLP
 from .seeds import torch_generator
-from .validation import check_bool, check_float, check_int, check_tensor
+from .validation import check_bool, check_float, check_int, check_sequence, check_tensor, show
 
 __all__ = [
     "KINDS",
@@ -92,7 +92,11 @@ class SymmetryElement:
     __slots__ = ("perm", "scale")
 
     def __init__(self, perm: Tensor | Sequence[int], scale: Tensor | Sequence[float] | None = None):
+        if not isinstance(perm, (torch.Tensor, np.ndarray)):
+            perm = check_sequence("perm", perm)
         perm = torch.as_tensor(perm).reshape(-1)
+        if perm.is_complex() or perm.dtype == torch.bool:
+            raise TypeError(f"perm must hold integers, got {perm.dtype}")
         if perm.is_floating_point() and not bool((perm == perm.round()).all()):
             raise ValueError(f"perm must hold integers, got {perm.tolist()[:10]}")
         perm = perm.long()
@@ -101,11 +105,21 @@ class SymmetryElement:
             raise ValueError("perm must be a permutation of 0..d-1 with d >= 1, got an empty one")
         if not torch.equal(torch.sort(perm).values, torch.arange(d)):
             raise ValueError(f"perm must be a permutation of 0..{d - 1}, got {perm.tolist()[:10]}")
+        if scale is not None and not isinstance(scale, (torch.Tensor, np.ndarray)):
+            scale = check_sequence("scale", scale)
+        if isinstance(scale, torch.Tensor):
+            check_tensor("scale", scale, dtype="real")
+        elif scale is not None and np.iscomplexobj(scale):
+            raise TypeError(f"scale must hold real numbers, got {show(scale)}")
         scale = torch.ones(d) if scale is None else torch.as_tensor(scale, dtype=torch.get_default_dtype()).reshape(-1)
         if scale.numel() != d:
             raise ValueError(f"scale has {scale.numel()} entries but perm has {d}")
         if not bool(torch.isfinite(scale).all()) or bool((scale == 0).any()):
-            raise ValueError("every scale of a monomial matrix must be finite and nonzero")
+            raise ValueError(f"scale must hold finite nonzero numbers (a monomial matrix), got {show(scale)}")
+        tiny = torch.finfo(scale.dtype).tiny  # below it 1/scale overflows: k^{-1} would hold inf
+        if bool((scale.abs() < tiny).any()):
+            raise ValueError(f"scale must hold numbers of magnitude >= {tiny:.3g} (smaller ones have no finite "
+                             f"inverse), got {show(scale)} (smallest {float(scale.abs().min()):.3g})")
         self.perm, self.scale = perm, scale
 
     @classmethod
@@ -151,7 +165,8 @@ class SymmetryElement:
         dtype first (a non-integer scale must never be applied in integer arithmetic)."""
         z = _real_float("z", z)
         if z.ndim == 0 or z.shape[-1] != self.dim:
-            raise ValueError(f"this element acts on R^{self.dim}, got a tensor of shape {tuple(z.shape)}")
+            raise ValueError(f"z must have shape (..., {self.dim}) (this element acts on R^{self.dim}), got a "
+                             f"tensor of shape {tuple(z.shape)}")
         return z[..., self.perm.to(z.device)] * self.scale.to(device=z.device, dtype=z.dtype)
 
     def inverse(self) -> "SymmetryElement":
@@ -167,22 +182,34 @@ class SymmetryElement:
         if not isinstance(other, SymmetryElement):
             return NotImplemented
         if other.dim != self.dim:
-            raise ValueError(f"cannot compose elements of R^{self.dim} and R^{other.dim}")
+            raise ValueError(f"other acts on R^{other.dim} but this element on R^{self.dim}: cannot compose them")
         return SymmetryElement.unchecked(other.perm[self.perm], self.scale * other.scale[self.perm])
 
     def left(self, weight: Tensor) -> Tensor:
         """k W for W of shape (d, m) (acts on rows): ``scale[:, None] * W[perm]``."""
+        weight = _real_float("weight", weight)
+        if weight.ndim == 0 or weight.shape[0] != self.dim:
+            raise ValueError(f"weight must have {self.dim} rows (this element acts on R^{self.dim}), got shape "
+                             f"{tuple(weight.shape)}")
         s = self.scale.to(device=weight.device, dtype=weight.dtype)
         return weight[self.perm.to(weight.device)] * s.reshape(-1, *([1] * (weight.ndim - 1)))
 
     def right(self, weight: Tensor) -> Tensor:
         """W k for W of shape (m, d) (acts on columns): ``(W k)[:, perm_j] = W[:, j] scale_j``."""
+        weight = _real_float("weight", weight)
+        if weight.ndim != 2 or weight.shape[1] != self.dim:
+            raise ValueError(f"weight must have shape (m, {self.dim}) (this element acts on R^{self.dim}), got "
+                             f"shape {tuple(weight.shape)}")
         out = torch.empty_like(weight)
         out[:, self.perm.to(weight.device)] = weight * self.scale.to(weight)[None, :]
         return out
 
     def right_inverse(self, weight: Tensor) -> Tensor:
         """W k^{-1} for W of shape (m, d) (acts on columns): ``W[:, perm] / scale``."""
+        weight = _real_float("weight", weight)
+        if weight.ndim != 2 or weight.shape[1] != self.dim:
+            raise ValueError(f"weight must have shape (m, {self.dim}) (this element acts on R^{self.dim}), got "
+                             f"shape {tuple(weight.shape)}")
         s = self.scale.to(device=weight.device, dtype=weight.dtype)
         return weight[:, self.perm.to(weight.device)] / s
 
@@ -236,7 +263,7 @@ class SymmetryGroup:
     def sample(self, seed: int | torch.Generator | None = 0, log_scale: float = 1.0) -> SymmetryElement:
         """A random element: a uniform permutation; signs uniform in {±1} where allowed;
         scales exp(u) with u uniform in [−log_scale, log_scale] where allowed."""
-        log_scale = check_float("log_scale", log_scale, 0.0)
+        log_scale = check_float("log_scale", log_scale, 0.0, LOG_SCALE_MAX)
         gen = _generator(seed)
         perm = torch.randperm(self.dim, generator=gen)
         scale = torch.ones(self.dim)
@@ -303,6 +330,10 @@ class SymmetryGroup:
         return f"SymmetryGroup({self.kind!r}, dim={self.dim})"
 
 
+#: the largest ``log_scale`` of :meth:`SymmetryGroup.sample`: exp(±80) is still finite in float32
+LOG_SCALE_MAX = 80.0
+
+
 def symmetry_group(activation: str, dim: int) -> SymmetryGroup:
     """The (monomial) intertwiner group K of σ on R^dim: {k : σ(k z) = k σ(z)}.
 
@@ -336,7 +367,7 @@ def layer_symmetry_groups(model: MLP) -> list[SymmetryGroup]:
     Chapter: *Parameter symmetries*.
     """
     if not isinstance(model, MLP):
-        raise TypeError(f"layer_symmetry_groups needs an eqlib MLP, got {type(model).__name__}")
+        raise TypeError(f"model must be an eqlib MLP (layer_symmetry_groups), got {type(model).__name__}")
     return [symmetry_group(layer.activation, layer.out_dim) for layer in model.layers[:-1]]
 
 
@@ -389,6 +420,9 @@ def act_on_layer(weight: Tensor, bias: Tensor | None, k_out: SymmetryElement | N
         if k_out.dim != weight.shape[0]:
             raise ValueError(f"k_out acts on R^{k_out.dim} but the weight has {weight.shape[0]} rows")
         weight = k_out.left(weight)
+        if bias is not None and (bias.ndim != 1 or bias.shape[0] != k_out.dim):
+            raise ValueError(f"bias must have shape ({k_out.dim},) (one entry per row of weight), got "
+                             f"{tuple(bias.shape)}")
         bias = None if bias is None else k_out.act(bias)
     return weight, bias
 
@@ -414,12 +448,12 @@ def apply_symmetry(model: MLP, ks: Sequence[SymmetryElement | None], check: bool
     Chapter: *Parameter symmetries* (book/part1/04_parameter_symmetries).
     """
     if not isinstance(model, MLP):
-        raise TypeError(f"apply_symmetry needs an eqlib MLP, got {type(model).__name__}")
+        raise TypeError(f"model must be an eqlib MLP (apply_symmetry), got {type(model).__name__}")
     check_bool("check", check), check_float("tol", tol, 0.0)
     L = model.depth
-    ks = list(ks)
+    ks = check_sequence("ks", ks)
     if len(ks) != L - 1:
-        raise ValueError(f"need {L - 1} elements (one per hidden layer), got {len(ks)}")
+        raise ValueError(f"ks: need {L - 1} elements (one per hidden layer), got {len(ks)}")
     groups = layer_symmetry_groups(model)
     for i, (k, K) in enumerate(zip(ks, groups), start=1):
         if k is None:
@@ -537,7 +571,7 @@ def apply_attention_symmetry(layer_or_network: MultiHeadAttention | AttentionNet
     new = copy.deepcopy(layer_or_network)
     if isinstance(new, MultiHeadAttention):
         if not isinstance(element, AttentionSymmetry):
-            raise TypeError("a single layer takes a single AttentionSymmetry")
+            raise TypeError(f"element must be a single AttentionSymmetry for a single layer, got {show(element)}")
         _apply_to_layer(new, element)
         return new
     if isinstance(new, AttentionNetwork):

@@ -56,6 +56,10 @@ _SCHEDULES = ("constant", "warmup_linear")
 _PENALTIES = ("none", "equivariance", "invariance")
 
 
+#: the largest learning rate :class:`TrainConfig` accepts (larger ones only diverge)
+LR_MAX = 100.0
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything that determines a training run (its fields define the cache hash).
@@ -120,10 +124,11 @@ class TrainConfig:
             check_choice(f"TrainConfig.{name}", getattr(self, name), options)
         for name, low in (("epochs", 1), ("batch_size", 1), ("snapshot_every", 0), ("seed", 0)):
             value = getattr(self, name)
-            high = 2**63 - 1 if name == "seed" else None  # torch generators take 64-bit seeds
+            # torch generators take 64-bit seeds; an epoch count beyond 10^6 would run for ever
+            high = {"seed": 2**63 - 1, "epochs": 10**6, "batch_size": 2**31}.get(name)
             if check_int(f"TrainConfig.{name}", value, low, high) != value or type(value) is not int:
                 object.__setattr__(self, name, int(value))
-        check_float("TrainConfig.lr", self.lr, 0.0, low_open=True)
+        check_float("TrainConfig.lr", self.lr, 0.0, LR_MAX, low_open=True)
         check_float("TrainConfig.momentum", self.momentum, 0.0, 1.0)
         for name in ("weight_decay", "penalty_weight", "grad_clip"):
             check_float(f"TrainConfig.{name}", getattr(self, name), 0.0)
@@ -135,7 +140,8 @@ class TrainConfig:
                              "(classifiers take penalty='invariance')")
         for name in ("mean", "std"):
             value = getattr(self, name)
-            if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 3:
+            if isinstance(value, (str, bytes, set, frozenset, Mapping)) or not hasattr(value, "__len__") \
+                    or len(value) != 3:
                 raise ValueError(f"TrainConfig.{name} must hold 3 numbers (one per channel), got {show(value)}")
             for i, v in enumerate(value):
                 check_float(f"TrainConfig.{name}[{i}]", v, 0.0 if name == "std" else None, low_open=True)
@@ -204,7 +210,7 @@ def mirror_images(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
             raise ValueError(f"flattened images must have 3·32·32 = 3072 coordinates, got {x.shape[1]}")
         return _mirror_images(x, axis, (3, 32, 32))
     if x.dim() != 4:
-        raise ValueError(f"expected images (N, C, H, W) or (N, 3072), got shape {tuple(x.shape)}")
+        raise ValueError(f"x must be images (N, C, H, W) or (N, 3072), got shape {tuple(x.shape)}")
     return _mirror_images(x, axis)
 
 
@@ -557,9 +563,10 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     _check_model(model)
     rho_in = rho_out = None
+    check_bool("progress", progress)
+    penalty_samples = check_int("penalty_samples", penalty_samples, 1, 10**4)
     if symmetry is not None:
         rho_in, rho_out = _check_symmetry(symmetry)
-        penalty_samples = check_int("penalty_samples", penalty_samples, 1)
         _check_samples(images, labels, config.task, rho_in)
     else:
         _check_data(images, labels, config.task)
@@ -580,7 +587,7 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     steps_per_epoch = math.ceil(n / bs)
     total_steps = config.epochs * steps_per_epoch
     images = images.detach()  # the library owns the graph: an input with requires_grad must not join it
-    x_all = images.to(dev)  # once
+    x_all = images.to(dev).contiguous()  # once; any memory layout gives the same numbers
     y_all = labels.detach().to(dev, torch.long) if (labels is not None and config.task == "classify") else None
     if eval_data is not None:
         eval_data = (eval_data[0].detach(), None if eval_data[1] is None else eval_data[1].detach().long())
@@ -797,7 +804,7 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    if not callable(build_model):
+    if not callable(build_model) or isinstance(build_model, nn.Module):
         raise TypeError(f"build_model must be a function returning a fresh model, got {show(build_model)}")
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
@@ -822,6 +829,12 @@ def cached_train(build_model: Callable[[], nn.Module], config: TrainConfig,
     if eval_data is not None and (not isinstance(eval_data, (tuple, list)) or len(eval_data) != 2):
         raise TypeError(f"eval_data must be a pair (images, labels), got {show(eval_data)}")
     run_spec = _run_spec(model, images, labels, config, eval_data, sym_spec)
+    for name, value in (("cache_key_extra", cache_key_extra), ("data_spec", data_spec)):
+        if value is not None:
+            try:
+                config_hash({name: value})
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{name} must be plain JSON: {exc}") from None
     spec = {"run": run_spec, "data_spec": None if data_spec is None else dict(data_spec),
             "extra": dict(cache_key_extra or {})}
     identity = config_hash(spec, length=64)

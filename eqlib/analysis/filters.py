@@ -12,6 +12,7 @@ import torch
 
 from ..latent import match_units
 from ..train import mirror_images
+from ..validation import check_tensor
 
 __all__ = ["CATEGORIES", "SYMMETRIC", "ANTISYMMETRIC", "PAIR", "NEGATED_PAIR", "UNMATCHED",
            "PAIRED", "FilterPairing", "filter_pairing"]
@@ -120,6 +121,7 @@ def filter_pairing(W1: torch.Tensor, axis: str = "horizontal", threshold: float 
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
+    check_tensor("W1", W1, dtype="real", finite=True)
     if W1.dim() != 2 or W1.shape[1] != 3072:
         raise ValueError(f"W1 must have shape (d_1, 3072), got {tuple(W1.shape)}")
     if not 0 < threshold <= 1:

@@ -17,6 +17,7 @@ from ..actions import equivariance_residual, trivial
 from ..actions import mirror as mirror_action
 from ..data import CIFAR10
 from ..train import mirror_images, prepare_images
+from ..validation import check_float, check_int, check_sequence, check_tensor, show
 
 __all__ = ["PROBES", "AXES", "probe_inputs", "paired_latents", "input_spectrum",
            "mirror_symmetric_spectrum", "whitening", "end_to_end_error"]
@@ -36,7 +37,10 @@ def probe_inputs(kind: str, n: int, train: CIFAR10, test: CIFAR10, s: Any, seed:
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    gen = torch.Generator().manual_seed(int(seed))
+    n = check_int("n", n, 1, 10**7)
+    if kind not in PROBES:
+        raise ValueError(f"kind must be one of {PROBES}, got {kind!r}")
+    gen = torch.Generator().manual_seed(check_int("seed", seed, 0, 2**63 - 1))
     if kind == "noise":
         return torch.randn(n, 3072, generator=gen)
     if kind == "images":
@@ -61,6 +65,16 @@ def paired_latents(model: nn.Module, y: torch.Tensor, layers: Sequence[int], axe
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
+    _check_model(model)
+    check_tensor("y", y, dtype="float", nonempty=True)
+    layers = check_sequence("layers", layers, nonempty=True)
+    depth = getattr(model, "depth", None)
+    layers = [check_int(f"layers[{k}]", i, 1, depth) for k, i in enumerate(layers)]
+    axes = check_sequence("axes", axes)
+    for k, ax in enumerate(axes):
+        if ax not in AXES:
+            raise ValueError(f"axes[{k}] must be one of {AXES}, got {ax!r}")
+    chunk = check_int("chunk", chunk, 1)
     dev = next(model.parameters()).device
     upto = max(layers)
     out: dict[tuple[int, str | None], list[torch.Tensor]] = {}
@@ -85,10 +99,20 @@ def input_spectrum(images: torch.Tensor, max_images: int = 10_000) -> tuple[torc
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    X = prepare_images(images[:max_images]).flatten(1).double()
+    max_images = check_int("max_images", max_images, 1)
+    X = prepare_images(_nonempty(images)[:max_images]).flatten(1).double()
     X = X - X.mean(0)
     evals, evecs = torch.linalg.eigh(X.T @ X / max(1, len(X) - 1))
     return evals.float(), evecs.float()
+
+
+def _nonempty(images: torch.Tensor) -> torch.Tensor:
+    return check_tensor("images", images, nonempty=True)
+
+
+def _check_model(model: object) -> None:
+    if not isinstance(model, nn.Module) or next(model.parameters(), None) is None:
+        raise TypeError(f"model must be a torch.nn.Module with parameters, got {show(model)}")
 
 
 @torch.no_grad()
@@ -100,6 +124,8 @@ def end_to_end_error(model: nn.Module, images: torch.Tensor, task: str, axis: st
     """
     if task not in ("classify", "autoencode"):
         raise ValueError(f"task must be 'classify' or 'autoencode', got {task!r}")
+    _check_model(model)
+    _nonempty(images)
     model.eval()
     dev = next(model.parameters()).device
     x = prepare_images(images).to(dev)
@@ -119,8 +145,9 @@ def mirror_symmetric_spectrum(images: torch.Tensor, axis: str = "horizontal",
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    X = prepare_images(images[:max_images]).flatten(1).double()
-    X = torch.cat([X, mirror_images(X, axis)])
+    max_images = check_int("max_images", max_images, 1)
+    P = prepare_images(_nonempty(images)[:max_images])
+    X = torch.cat([P, mirror_images(P, axis)]).flatten(1).double()  # any image size (not only 32x32)
     X = X - X.mean(0)
     evals, evecs = torch.linalg.eigh(X.T @ X / max(1, len(X) - 1))
     return evals.float(), evecs.float()
@@ -139,8 +166,12 @@ def whitening(evals: torch.Tensor, evecs: torch.Tensor, kind: str = "zca",
     """
     if kind not in ("zca", "pca"):
         raise ValueError(f"kind must be 'zca' or 'pca', got {kind!r}")
-    if not eps > 0:
-        raise ValueError(f"eps must be > 0, got {eps}")
+    eps = check_float("eps", eps, 0.0, low_open=True)
+    check_tensor("evals", evals, ndim=1, dtype="real", finite=True)
+    check_tensor("evecs", evecs, ndim=2, dtype="real", finite=True)
+    if evecs.shape != (len(evals), len(evals)):
+        raise ValueError(f"evecs must have shape ({len(evals)}, {len(evals)}) (one column per eigenvalue), got "
+                         f"{tuple(evecs.shape)}")
     scale = (evals.double().clamp_min(0) + eps).rsqrt()
     V = evecs.double()
     Z = V * scale if kind == "pca" else (V * scale) @ V.T

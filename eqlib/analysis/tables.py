@@ -15,6 +15,7 @@ from torch import nn
 from ..data import CIFAR10
 from ..device import default_device
 from ..latent import fit_linear_action
+from ..validation import check_int, check_sequence
 from .probes import AXES, PROBES, paired_latents, probe_inputs
 
 __all__ = ["NETWORKS", "PAPER_TABLE", "equivariance_table", "table_lookup", "table_text",
@@ -52,7 +53,9 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[object]],
     Chapters: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns) and *Reproducing the
     CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
-    header = [str(h) for h in header]
+    header = [str(h) for h in check_sequence("header", header)]
+    rows = check_sequence("rows", rows)
+    check_int("align_right_from", align_right_from, 0)
     bad = [i for i, r in enumerate(rows) if len(r) != len(header)]
     if bad:
         raise ValueError(f"rows {bad} do not have {len(header)} cells (the header's length)")
@@ -121,10 +124,14 @@ def table_lookup(rows: Sequence[dict], network: str, layers: int, mirror: str, p
     for r in rows:
         if (r["network"], r["layers"], r["mirror"], r["probe"]) == (network, layers, mirror, probe):
             return r["median_error"]
-    raise KeyError(f"no row for {network}, f_≤{layers}, {mirror}, {probe}")
+    raise KeyError(f"no row for network={network!r}, layers={layers!r}, mirror={mirror!r}, probe={probe!r}")
 
 
 def _table_rows(rows: Sequence[dict], probes: Sequence[str]) -> tuple[list[str], list[list]]:
+    rows = check_sequence("rows", rows)
+    for k, r in enumerate(rows):
+        if not isinstance(r, dict):
+            raise TypeError(f"rows[{k}] must be a dict (a row of equivariance_table), got {type(r).__name__}")
     networks = list(dict.fromkeys(r["network"] for r in rows))
     layers = sorted({r["layers"] for r in rows})
     header = ["network", "layers", "mirror", *probes, "paper"]

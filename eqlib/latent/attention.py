@@ -35,7 +35,7 @@ from ..actions import (Action, MatrixAction, PermutationAction, check_homomorphi
 from ..groups import FiniteGroup, GroupElement, flip
 from ..models.attention import AttentionNetwork, MultiHeadAttention
 from ..models.base import Model
-from ..validation import check_bool, check_float, check_tensor, show
+from ..validation import check_bool, check_float, check_int, check_shape, check_tensor, show
 from ..symmetries import random_invertible, apply_attention_symmetry, sample_attention_symmetry
 from .result import MonomialAction
 
@@ -137,7 +137,7 @@ class TokenAction(Action):
         self.perms = perms
         self.inv = np.argsort(perms, axis=1)
         self.n_tokens = perms.shape[1]
-        self.token_dim = feature_action.dim if feature_action is not None else int(token_dim)
+        self.token_dim = feature_action.dim if feature_action is not None else check_int("token_dim", token_dim, 1)
         self.feature_action = feature_action
         self.dim = self.n_tokens * self.token_dim
         self.shape = (self.n_tokens, self.token_dim)
@@ -176,6 +176,8 @@ def patchify(images: Tensor, patch: int) -> Tensor:
 
     Chapter: *Attention*.
     """
+    check_tensor("images", images, ndim=4)
+    patch = check_int("patch", patch, 1)
     N, C, H, W = images.shape
     if H % patch or W % patch:
         raise ValueError(f"image size {H}×{W} is not a multiple of the patch size {patch}")
@@ -188,7 +190,15 @@ def unpatchify(tokens: Tensor, shape: tuple[int, int, int], patch: int) -> Tenso
 
     Chapter: *Attention*.
     """
-    C, H, W = shape
+    C, H, W = check_shape("shape", shape, 3)
+    patch = check_int("patch", patch, 1)
+    check_tensor("tokens", tokens, ndim=3)
+    if H % patch or W % patch:
+        raise ValueError(f"image size {H}×{W} is not a multiple of the patch size {patch}")
+    want = ((H // patch) * (W // patch), C * patch * patch)
+    if tuple(tokens.shape[1:]) != want:
+        raise ValueError(f"tokens must have shape (N, {want[0]}, {want[1]}) for images {tuple(shape)} and patch "
+                         f"{patch}, got {tuple(tokens.shape)}")
     N = tokens.shape[0]
     x = tokens.reshape(N, H // patch, W // patch, C, patch, patch)
     return x.permute(0, 3, 1, 4, 2, 5).reshape(N, C, H, W)
@@ -858,6 +868,7 @@ def hide_attention_network(net: Model, seed: int = 0, log_scale: float = 0.5,
     Chapter: *Attention* (book/part2/08_attention).
     """
     check_bool("heads", heads)
+    check_float("log_scale", log_scale, 0.0, 80.0)
     layers = list(net.layers) if isinstance(net, Model) else None
     if not layers or not all(isinstance(l, MultiHeadAttention) for l in layers):
         raise TypeError("net must be a Model whose layers are all MultiHeadAttention layers")

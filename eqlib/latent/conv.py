@@ -33,7 +33,7 @@ from ..groups import FiniteGroup, GroupElement, cyclic
 from ..models.base import Model
 from ..models.convnet import SameConv, conv_net
 from ..symmetries import SymmetryElement
-from ..validation import check_bool
+from ..validation import check_bool, check_float, check_int, check_tensor
 from .units import match_units
 
 __all__ = ["rotate", "c4_channel_action", "act_on_images", "transport_conv", "PlantedConv",
@@ -103,6 +103,7 @@ def act_on_images(g: GroupElement, channels: Action | Tensor | None, x: Tensor) 
 
     Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
+    check_tensor("x", x, ndim=4)
     if channels is not None:
         m = channels.matrix(g) if isinstance(channels, Action) else channels
         if x.dim() < 3 or m.shape != (x.shape[-3], x.shape[-3]):
@@ -341,6 +342,7 @@ def recover_conv_actions(model: Model, x: Tensor, rho_in: Action | None = None,
     if x.dim() != 4 or tuple(x.shape[1:]) != tuple(layers[0].in_shape):
         raise ValueError(f"x must have shape (N, {', '.join(map(str, layers[0].in_shape))}), "
                          f"got {tuple(x.shape)}")
+    tol = check_float("tol", tol, 0.0)
     res = ConvLatentActions(group, tol=tol)
     L = len(layers)
     res.k = [dict() for _ in range(L - 1)]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from ..validation import check_int
+from ..validation import check_float, check_int, check_sequence
 
 __all__ = ["pair_set_symmetries", "token_channel_candidates", "relating_sequences"]
 
@@ -104,10 +104,16 @@ def relating_sequences(layers: Sequence[Callable[[Tensor], Tensor]],
 
     Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
+    layers, layers_prime = check_sequence("layers", layers), check_sequence("layers_prime", layers_prime)
+    candidates = check_sequence("candidates", candidates)
+    tol = check_float("tol", tol, 0.0)
     L = len(layers)
-    if len(layers_prime) != L or len(candidates) != L - 1:
-        raise ValueError(f"need as many layers in both lists and L-1 = {L - 1} candidate groups, got "
-                         f"{len(layers)}, {len(layers_prime)} and {len(candidates)}")
+    if len(layers_prime) != L:
+        raise ValueError(f"layers_prime must hold as many layers as layers ({L}), got {len(layers_prime)} (and "
+                         f"candidates L-1 = {L - 1} candidate groups)")
+    if len(candidates) != L - 1:
+        raise ValueError(f"candidates must hold L-1 = {L - 1} candidate groups (one per hidden latent space), "
+                         f"got {len(candidates)}")
 
     def rel(a: Tensor, b: Tensor) -> float:
         return float((a - b).norm() / b.norm().clamp_min(1e-12))

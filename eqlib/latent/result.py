@@ -14,6 +14,7 @@ import torch
 from ..actions import Action, check_homomorphism, equivariance_residual
 from ..groups import FiniteGroup, GroupElement
 from ..symmetries import SymmetryElement
+from ..validation import check_int
 
 __all__ = ["MonomialAction", "LatentActions", "layer_errors", "homomorphism_error"]
 
@@ -47,6 +48,12 @@ class MonomialAction(Action):
         if perm.shape != scales.shape or perm.ndim != 2 or perm.shape[0] != group.order:
             raise ValueError(f"need perm and scales of shape ({group.order}, d), got {tuple(perm.shape)}, "
                              f"{tuple(scales.shape)}")
+        if perm.is_floating_point() or perm.is_complex() or perm.dtype == torch.bool:
+            raise TypeError(f"perm must hold integer indices, got {perm.dtype}")
+        if perm.numel() and not torch.equal(perm.sort(dim=1).values.cpu(),
+                                            torch.arange(perm.shape[1]).expand(perm.shape[0], -1)):
+            raise ValueError(f"perm must hold one permutation of 0..{perm.shape[1] - 1} per element, got "
+                             f"{perm.tolist()[:4]}")
         self.group, self.perm, self.scales = group, perm.long(), scales
         self.dim = perm.shape[1]
         self.shape = (self.dim,)
@@ -97,6 +104,7 @@ def homomorphism_error(action: Action, num_probes: int = 4, seed: int = 0) -> fl
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
+    num_probes = check_int("num_probes", num_probes, 1, 10**5)
     if action.dim == 0:
         return 0.0
     try:

@@ -36,7 +36,7 @@ def assign(similarity: Tensor, signed: bool) -> Tensor:
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
-    check_tensor("similarity", similarity), check_bool("signed", signed)
+    check_tensor("similarity", similarity, dtype="real", finite=True), check_bool("signed", signed)
     if similarity.ndim != 2 or similarity.shape[0] != similarity.shape[1]:
         raise ValueError(f"need a square similarity matrix, got shape {tuple(similarity.shape)}")
     score = similarity.abs() if signed else similarity

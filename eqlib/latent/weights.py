@@ -70,7 +70,7 @@ def mlp_layers(model) -> list[Dense]:
     """
     layers = list(getattr(model, "layers", []))
     if not layers or not all(isinstance(l, Dense) for l in layers):
-        raise TypeError(f"latent-action recovery from weights needs an MLP of Dense layers, got {type(model).__name__}")
+        raise TypeError(f"model must be an MLP of Dense layers (latent-action recovery from weights), got {type(model).__name__}")
     return layers
 
 
@@ -141,6 +141,7 @@ def maybe_degenerate(model, cos_tol: float = 1e-4, zero_tol: float = 1e-6) -> bo
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
+    check_float("cos_tol", cos_tol, 0.0), check_float("zero_tol", zero_tol, 0.0)
     layers = mlp_layers(model)
     with torch.no_grad():
         for i in range(len(layers) - 1):

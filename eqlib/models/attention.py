@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from .base import Layer, Model
-from ..validation import check_bool, check_int, show
+from ..validation import check_bool, check_int, check_sequence, check_tensor, show
 from .mlp import _generator
 
 __all__ = ["MultiHeadAttention", "AttentionNetwork"]
@@ -60,8 +60,18 @@ class MultiHeadAttention(Layer):
     def positional(self) -> bool:
         return self.P is not None
 
+    def check_input(self, x: torch.Tensor) -> torch.Tensor:
+        """The layer's input gate: a float tensor (N, n_tokens, d_in) with data (not meta) on
+        the parameters' device; another float precision is cast to the parameters' dtype."""
+        check_tensor("x", x, dtype="float", ndim=3, device=self.W_Q.device)
+        if tuple(x.shape[1:]) != tuple(self.in_shape):
+            raise ValueError(f"x must have shape (N, {self.in_shape[0]}, {self.in_shape[1]}) (N, n_tokens, d_in), "
+                             f"got {tuple(x.shape)}")
+        return x.to(self.W_Q.dtype)
+
     def attention_maps(self, x: torch.Tensor) -> torch.Tensor:
         """Softmax attention weights, shape (N, H, n_tokens, n_tokens)."""
+        x = self.check_input(x)
         z = x + self.P if self.P is not None else x
         q = torch.einsum("bnd,hdk->bhnk", z, self.W_Q)
         k = torch.einsum("bnd,hdk->bhnk", z, self.W_K)
@@ -73,12 +83,14 @@ class MultiHeadAttention(Layer):
         The layer is f(X) = Σ_h Y_h W_O^h: the Y_h are coordinates of the per-head space
         (R^{n×d_v})^H on which head permutations and the value bases B_h act.
         """
+        x = self.check_input(x)
         z = x + self.P if self.P is not None else x
         v = torch.einsum("bnd,hdv->bhnv", z, self.W_V)
         return self.attention_maps(x) @ v
 
     def head_outputs(self, x: torch.Tensor) -> torch.Tensor:
         """Each head's contribution to the output, shape (N, H, n_tokens, d_out)."""
+        x = self.check_input(x)
         z = x + self.P if self.P is not None else x
         v = torch.einsum("bnd,hdv->bhnv", z, self.W_V)
         return torch.einsum("bhnm,bhmv,hvo->bhno", self.attention_maps(x), v, self.W_O)
@@ -109,6 +121,7 @@ class AttentionNetwork(Model):
                  positional: bool = False, d_k: int | None = None, d_v: int | None = None, seed: int | None = 0):
         if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__"):
             raise TypeError(f"dims must be a list of token dimensions [d_0, ..., d_L], got {show(dims)}")
+        dims = check_sequence("dims", dims)
         L = len(dims) - 1
         if L < 1:
             raise ValueError(f"dims must hold at least two token dimensions, got {list(dims)}")

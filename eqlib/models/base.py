@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from ..validation import check_tensor
+from ..validation import check_int, check_tensor
 
 __all__ = ["Layer", "Model"]
 
@@ -79,6 +79,12 @@ class Model(nn.Module):
         float of another precision is cast to the parameters' dtype (float16 or float64
         inputs give the model's own result, never a dtype-mismatch error)."""
         check_tensor("x", x, dtype="float")
+        want = tuple(self.layers[0].in_shape)
+        k = len(want)
+        flat_ok = k == 1 and x.ndim > 2 and int(torch.Size(x.shape[1:]).numel()) == want[0]
+        if tuple(x.shape[max(0, x.ndim - k):]) != want and not flat_ok:
+            raise ValueError(f"x must have shape (N, {', '.join(map(str, want))}) (this model's input), got "
+                             f"{tuple(x.shape)}")
         param = next(self.parameters(), None)
         if param is not None:
             if x.device != param.device:
@@ -96,16 +102,16 @@ class Model(nn.Module):
     def latents(self, x: torch.Tensor, upto: int | None = None) -> list[torch.Tensor]:
         """[f_{≤1}(x), f_{≤2}(x), …, f_{≤L}(x)] (stops after layer ``upto`` if given)."""
         x = self.check_input(x)
+        upto = self.depth if upto is None else check_int("upto", upto, 1, self.depth)
         out = []
-        for layer in self.layers[: upto if upto is not None else self.depth]:
+        for layer in self.layers[:upto]:
             x = layer(x)
             out.append(x)
         return out
 
     def prefix(self, i: int) -> "Model":
         """f_{≤i} = f_i ∘ … ∘ f_1 as a model sharing this model's parameters."""
-        if not 1 <= i <= self.depth:
-            raise ValueError(f"prefix length must be in 1..{self.depth}, got {i}")
+        i = check_int("the prefix length i", i, 1, self.depth)
         return Model(list(self.layers[:i]))
 
     def check_finite(self) -> None:

@@ -105,9 +105,12 @@ class PoolHead(Layer):
 def _parse(config: Sequence, width: float) -> list[tuple[int, bool]]:
     if isinstance(config, str):
         if config not in VGG_CONFIGS:
-            raise ValueError(f"unknown configuration {config!r}; choose from {sorted(VGG_CONFIGS)} or give a list")
+            raise ValueError(f"config: unknown configuration {config!r}; choose from {sorted(VGG_CONFIGS)} or give a list")
         config = VGG_CONFIGS[config]
-    check_float("width", width, 0.0, low_open=True)
+    check_float("width", width, 0.0, 1e4, low_open=True)
+    if isinstance(config, (set, frozenset, dict)) or not hasattr(config, "__iter__"):
+        raise TypeError(f"config must be a list of channel counts and 'M' (ordered: not a set), or a name of "
+                        f"{sorted(VGG_CONFIGS)}, got {config!r}")
     out: list[tuple[int, bool]] = []
     for item in config:
         if item == "M":
@@ -115,9 +118,12 @@ def _parse(config: Sequence, width: float) -> list[tuple[int, bool]]:
                 raise ValueError(f"'M' must follow a convolution (and not another 'M') in {list(config)}")
             out[-1] = (out[-1][0], True)
         elif isinstance(item, int) and not isinstance(item, bool) and item > 0:
-            out.append((max(1, int(round(item * width))), False))
+            channels = max(1, int(round(item * width)))
+            if channels > 2**16:
+                raise ValueError(f"config {item} times width {width} gives {channels} channels (at most 65536)")
+            out.append((channels, False))
         else:
-            raise ValueError(f"configuration entries are positive ints or 'M', got {item!r} in {list(config)}")
+            raise ValueError(f"config entries are positive ints or 'M', got {item!r} in {list(config)}")
     if not out:
         raise ValueError("the configuration has no convolution")
     return out
@@ -200,7 +206,7 @@ def flip_filters(model: VGG) -> VGG:
     Chapter: *ReLU CNNs and GCNNs*.
     """
     if not isinstance(model, VGG):
-        raise ValueError(f"flip_filters needs a VGG (or MirrorGCNN), got {type(model).__name__}")
+        raise TypeError(f"model must be a VGG (or MirrorGCNN) for flip_filters, got {type(model).__name__}")
     plain = model.to_cnn() if isinstance(model, MirrorGCNN) else copy.deepcopy(model)
     with torch.no_grad():
         for layer in conv_layers(plain):
@@ -219,7 +225,8 @@ def warm_batchnorm(model: nn.Module, batches: int = 3, batch_size: int = 16, sca
 
     Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
     """
-    batches, batch_size = check_int("batches", batches, 1), check_int("batch_size", batch_size, 1)
+    batches, batch_size = check_int("batches", batches, 1), check_int("batch_size", batch_size, 1, 2**16)
+    scale, shift = check_float("scale", scale), check_float("shift", shift)
     gen = torch.Generator().manual_seed(check_int("seed", seed, 0))
     shape = (batch_size, *(model.shapes[0] if hasattr(model, "shapes") else (3, 32, 32)))
     model.train()

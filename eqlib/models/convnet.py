@@ -78,6 +78,8 @@ def conv_net(channels: Sequence[int], size: int, kernel: int = 3, seed: int = 0)
 
     Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
+    if isinstance(channels, (str, bytes, set, frozenset, dict)) or not hasattr(channels, "__iter__"):
+        raise TypeError(f"channels must be a list of channel counts (ordered: not a set), got {channels!r}")
     channels = list(channels)
     if len(channels) < 2:
         raise ValueError(f"channels needs at least two entries [c_0, c_1], got {channels!r}")

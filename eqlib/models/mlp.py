@@ -39,12 +39,20 @@ def layer_activations(activations: str | Sequence[str], L: int) -> list[str]:
     Chapter: *Models, latent spaces and submodels*.
     """
     if isinstance(activations, str):
-        return [activations] * (L - 1) + ["identity"]
+        acts = [activations] * (L - 1) + ["identity"]
+        if activations not in ACTIVATIONS:
+            raise ValueError(f"activations must name one of {sorted(ACTIVATIONS)}, got {activations!r}")
+        return acts
+    if isinstance(activations, (set, frozenset, Mapping)) or not hasattr(activations, "__iter__"):
+        raise TypeError(f"activations must be a name or a list of names, got {show(activations)}")
     acts = list(activations)
+    for i, a in enumerate(acts):
+        if not isinstance(a, str) or a not in ACTIVATIONS:
+            raise ValueError(f"activations[{i}] must name one of {sorted(ACTIVATIONS)}, got {a!r}")
     if len(acts) == L - 1:
         acts.append("identity")
     if len(acts) != L:
-        raise ValueError(f"need {L - 1} or {L} activations for {L} layers, got {len(acts)}")
+        raise ValueError(f"activations: need {L - 1} or {L} activations for {L} layers, got {len(acts)}")
     return acts
 
 
@@ -110,6 +118,10 @@ class FlatModel(Model):
         return FlatModel(list(super().prefix(i).layers))
 
 
+#: the most weights one layer of :class:`MLP` may have (2^28 floats = 1 GiB)
+MAX_LAYER_ENTRIES = 2**28
+
+
 class MLP(FlatModel):
     """An MLP of depth L = len(widths) − 1.
 
@@ -136,6 +148,10 @@ class MLP(FlatModel):
         if L < 1:
             raise ValueError(f"widths must hold at least two widths (an MLP needs one layer), got {list(widths)}")
         widths = [check_int(f"widths[{i}]", w, 1) for i, w in enumerate(widths)]
+        for i in range(L):
+            if widths[i] * widths[i + 1] > MAX_LAYER_ENTRIES:
+                raise ValueError(f"widths[{i}] * widths[{i + 1}] = {widths[i] * widths[i + 1]} weights exceed "
+                                 f"{MAX_LAYER_ENTRIES} per layer: widths {widths} are too big to build")
         acts = layer_activations(activations, L)
         if isinstance(init_scale, numbers.Real):
             scales = [init_scale] * L

@@ -28,13 +28,23 @@ from torch.func import functional_call, jacrev
 from ..actions import Action
 from ..groups import FiniteGroup, GroupElement, from_permutations
 from .base import Layer
-from ..validation import check_finite, check_int
+from ..validation import check_finite, check_int, check_tensor
 from .mlp import ACTIVATIONS, _generator
 
 __all__ = ["DeepSetsLayer", "pair_swap_parameters", "GraphLayer", "cycle_graph", "cycle_automorphisms", "AdjunctionFit",
            "adjunction_fit", "ResidualBlock", "plant_residual_invariant"]
 
 Tensor = torch.Tensor
+
+
+def _gate(layer: Layer, x: Tensor, param: Tensor) -> Tensor:
+    """A layer's input: a float tensor (..., *in_shape) with data on the parameters' device,
+    cast to their dtype (float64 inputs work; integers are refused, never truncated)."""
+    check_tensor("x", x, dtype="float", device=param.device)
+    k = len(layer.in_shape)
+    if tuple(x.shape[max(0, x.ndim - k):]) != tuple(layer.in_shape):
+        raise ValueError(f"x must have shape (N, {', '.join(map(str, layer.in_shape))}), got {tuple(x.shape)}")
+    return x.to(param.dtype)
 
 
 def _check_activation(activation: str) -> None:
@@ -68,6 +78,7 @@ class DeepSetsLayer(Layer):
 
     def preactivation(self, x: Tensor) -> Tensor:
         """X Λ + mean(X) Γ + b, shape (N, n, d_out)."""
+        x = _gate(self, x, self.Lam)
         return x @ self.Lam + x.mean(dim=-2, keepdim=True) @ self.Gam + self.bias
 
     def forward(self, x: Tensor) -> Tensor:
@@ -124,6 +135,7 @@ class GraphLayer(Layer):
 
     def preactivation(self, x: Tensor) -> Tensor:
         """X W_self + A X W_nbr + b, shape (N, n, d_out)."""
+        x = _gate(self, x, self.W_self)
         return x @ self.W_self + self.adjacency @ x @ self.W_nbr + self.bias
 
     def forward(self, x: Tensor) -> Tensor:
@@ -135,7 +147,7 @@ def cycle_graph(n: int) -> Tensor:
 
     Chapter: *Where the theorem does not apply*.
     """
-    n = check_int("n (nodes of the cycle graph)", n, 3)
+    n = check_int("n (nodes of the cycle graph)", n, 3, 2**14)
     A = torch.zeros(n, n)
     i = torch.arange(n)
     A[i, (i + 1) % n] = A[(i + 1) % n, i] = 1.0
@@ -148,7 +160,7 @@ def cycle_automorphisms(n: int) -> FiniteGroup:
 
     Chapter: *Where the theorem does not apply*.
     """
-    n = check_int("n (nodes of the cycle graph)", n, 3)
+    n = check_int("n (nodes of the cycle graph)", n, 3, 2**14)
     rot = [(i + 1) % n for i in range(n)]
     ref = [(-i) % n for i in range(n)]
     return from_permutations([rot, ref], name=f"Aut(C{n})")
@@ -262,6 +274,7 @@ class ResidualBlock(Layer):
 
     def inner(self, x: Tensor) -> Tensor:
         """The inner layer σ(W_1 x + b_1), shape (N, hidden)."""
+        x = _gate(self, x, self.W1)
         return ACTIVATIONS[self.activation](x @ self.W1.T + self.b1)
 
     def latent(self, x: Tensor) -> Tensor:
@@ -270,6 +283,7 @@ class ResidualBlock(Layer):
         return torch.cat([x, self.inner(x)], dim=-1)
 
     def forward(self, x: Tensor) -> Tensor:
+        x = _gate(self, x, self.W1)
         return x + self.inner(x) @ self.W2.T
 
 

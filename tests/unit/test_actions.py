@@ -307,10 +307,10 @@ def test_checks_on_empty_or_nan_data_fail_loudly():
         check_equivariance(lambda v: v, rho, rho, x[:0])
     with pytest.raises(ValueError, match=r"f\(x\) must be finite"):
         check_equivariance(lambda v: v * float("nan"), rho, rho, x)
-    with pytest.raises(ValueError, match="num_probes must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"num_probes must be an integer in 1\.\.100000, got 0"):
         check_homomorphism(rho, num_probes=0)
     with pytest.raises(ValueError, match=r"shape must be a tuple of integers >= 1"):
         mirror((3, 0, 4))
-    with pytest.raises(ValueError, match="dim must be an integer >= 1"):
+    with pytest.raises(ValueError, match=r"dim must be an integer in 1\.\."):
         from eqlib.actions import trivial
         trivial(cyclic(2), dim=0)

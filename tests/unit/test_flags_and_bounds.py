@@ -286,3 +286,102 @@ def test_default_device_takes_real_devices(monkeypatch):
         assert default_device(f"cuda:{torch.cuda.device_count() - 1}").type == "cuda"
     monkeypatch.setenv("EQLIB_DEVICE", "cpu")
     assert default_device() == torch.device("cpu")
+
+
+# -- a second, independent audit (benchmarks/audit_inputs.py): each call below was accepted
+# (silently), hung, exhausted memory or raised an error that did not name the argument -------
+def _second_audit_cases():
+    import math
+    import tempfile
+
+    import numpy as np
+
+    from eqlib import io, matching, seeds, submodels, symmetries
+    from eqlib.analysis import probes, tables
+    from eqlib.latent import attention as latt, conv as lconv, generalized as lgen, result as lres
+    from eqlib.latent.weights import maybe_degenerate
+    from eqlib.models import AttentionNetwork
+    from eqlib.models.cnn import warm_batchnorm
+    from eqlib.models.convnet import conv_net
+
+    C3 = groups.cyclic(3)
+    net = MLP([3, 4, 3], seed=0)
+    vgg = VGG([4, "M", 4], image_size=8, num_classes=3, seed=0)
+    imgs = torch.rand(2, 3, 8, 8)
+    spec = matching.permutation_spec(vgg)
+    nan = math.nan
+    return [
+        ("check_associativity", lambda: groups.FiniteGroup([[0, 1], [1, 0]], check_associativity="no")),
+        ("generators", lambda: groups.from_permutations({(1, 0, 2)})),
+        ("other", lambda: C3.elements[1] @ groups.dihedral(4).elements[1]),
+        ("n", lambda: C3.sample(10**12)),
+        ("dim", lambda: actions.trivial(C3, 10**12)),
+        ("shape", lambda: actions.mirror((3, 10**6, 10**6))),
+        ("num_probes", lambda: actions.check_homomorphism(actions.regular(C3), 10**9)),
+        ("rho_in", lambda: actions.equivariant_projector(actions.trivial(C3, 4000), actions.trivial(C3, 4000))),
+        ("parts", lambda: actions.DirectSum()),
+        ("widths", lambda: MLP([3, 10**12, 2])),
+        ("activations", lambda: MLP([3, 2], activations="swish")),
+        ("upto", lambda: net.latents(torch.rand(2, 3), upto=9)),
+        ("config", lambda: VGG({4, 8})),
+        ("width", lambda: VGG([4], width=1e9)),
+        ("scale", lambda: warm_batchnorm(vgg, scale=nan)),
+        ("channels", lambda: conv_net({2, 3}, 8)),
+        ("dims", lambda: AttentionNetwork(4, {3, 5})),
+        ("ks", lambda: symmetries.apply_symmetry(MLP([3, 3, 3]), {None})),
+        ("log_scale", lambda: symmetries.symmetry_group("relu", 3).sample(0, log_scale=1e6)),
+        ("return_correlations", lambda: matching.match_activations(vgg, vgg, imgs, return_correlations="no")),
+        ("seed", lambda: matching.random_permutations(spec, seed=-1)),
+        ("spec", lambda: matching.identity_permutations(None)),
+        ("perms", lambda: matching.apply_permutation(vgg, {k: torch.arange(v).float() for k, v in spec.sizes.items()})),
+        ("lr", lambda: TrainConfig(lr=1e30)),
+        ("epochs", lambda: TrainConfig(epochs=10**12)),
+        ("mean", lambda: TrainConfig(mean={0.1, 0.2, 0.3})),
+        ("progress", lambda: train(VGG([2, "M"], num_classes=3, image_size=8), torch.zeros(2, 3, 8, 8, dtype=torch.uint8),
+                                   torch.tensor([0, 1]), TrainConfig(epochs=1), progress="no")),
+        ("penalty_samples", lambda: train(VGG([2, "M"], num_classes=3, image_size=8),
+                                          torch.zeros(2, 3, 8, 8, dtype=torch.uint8), torch.tensor([0, 1]),
+                                          TrainConfig(epochs=1), progress=False, penalty_samples=0)),
+        ("num_probes", lambda: lres.homomorphism_error(actions.regular(C3), num_probes=-1)),
+        ("log_scale", lambda: latt.hide_attention_network(AttentionNetwork(4, [3, 3]), log_scale=nan)),
+        ("token_dim", lambda: latt.TokenAction(C3, None, token_dim=0, token_perms=np.array([[0, 1, 2], [1, 2, 0],
+                                                                                            [2, 0, 1]]))),
+        ("tol", lambda: lgen.relating_sequences([net], [net], [], torch.rand(2, 3), tol=nan)),
+        ("candidates", lambda: lgen.relating_sequences(list(net.layers), list(net.layers), {1}, torch.rand(2, 3))),
+        ("tol", lambda: lconv.recover_conv_actions(lconv.plant_c4_conv([["trivial"], ["regular"]]).model,
+                                                   torch.rand(2, 1, 7, 7), tol=nan)),
+        ("cos_tol", lambda: maybe_degenerate(net, cos_tol=nan)),
+        ("model", lambda: submodels.reduce(None)),
+        ("length", lambda: io.content_hash(torch.zeros(2), length=-1)),
+        ("parts", lambda: io.cache_dir("..")),
+        ("parts", lambda: io.cache_dir(3)),
+        ("write", lambda: io.atomic_write(tempfile.mktemp(), b"abc")),
+        ("map_location", lambda: io.load_torch(io.save_torch({"a": torch.ones(2)}, tempfile.mktemp(suffix=".pt")),
+                                               map_location="bogus")),
+        ("device", lambda: seeds.torch_generator(0, device="meta")),
+        ("max_images", lambda: probes.input_spectrum(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), max_images=0)),
+        ("n", lambda: probes.probe_inputs("noise", 0, None, None, None)),
+        ("layers", lambda: probes.paired_latents(vgg, imgs, {1}, ["horizontal"])),
+        ("eps", lambda: probes.whitening(torch.ones(3), torch.eye(3), eps="a")),
+        ("align_right_from", lambda: tables.html_table(["a"], [[1]], -1)),
+        ("rows", lambda: tables.table_text({1})),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_second_audit_cases())))
+def test_second_audit_bad_arguments_raise_clear_errors(case, tmp_path, monkeypatch):
+    """Each raises TypeError or ValueError naming the argument, at once."""
+    monkeypatch.setenv("EQLIB_CACHE", str(tmp_path / "cache"))
+    arg, call = _second_audit_cases()[case]
+    start = time.perf_counter()
+    with pytest.raises((TypeError, ValueError)) as info:
+        call()
+    assert arg in str(info.value), (arg, str(info.value))
+    assert time.perf_counter() - start < 10
+
+
+def test_atomic_write_onto_a_directory_names_the_path(tmp_path):
+    from eqlib.io import atomic_write
+    with pytest.raises(IsADirectoryError, match="path .* is a directory"):
+        atomic_write(tmp_path, lambda f: f.write(b"x"))
+    assert list(tmp_path.iterdir()) == []  # no temporary file left

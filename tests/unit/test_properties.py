@@ -308,3 +308,29 @@ def test_mirror_is_an_involution_matching_the_action(n, axis):
     assert torch.equal(data.mirror(data.mirror(x, axis), axis), x)
     rho = actions.mirror((3, 4, 4), axis)
     assert torch.equal(rho.act(rho.group["m"], x.float()), data.mirror(x, axis).float())
+
+
+# -- dtypes and strides (second audit): parameter symmetries act exactly on any real input -------
+DTYPES = [torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool, torch.float16, torch.float32,
+          torch.float64]
+
+
+@given(d=st.integers(1, 5), m=st.integers(1, 4), seed=st.integers(0, 2**16), dtype=st.sampled_from(DTYPES),
+       transpose=st.booleans(), which=st.sampled_from(["act", "left", "right", "right_inverse"]))
+def test_symmetry_elements_act_exactly_on_any_dtype_and_layout(d, m, seed, dtype, transpose, which):
+    """k z, k W, W k and W k⁻¹ equal the dense products in float64 for integer, bool and
+    low-precision inputs and for transposed (non-contiguous) ones; ``right`` truncated
+    integer weights to integers before."""
+    gen = torch.Generator().manual_seed(seed)
+    k = symmetries.SymmetryElement(torch.randperm(d, generator=gen), torch.rand(d, generator=gen) * 3 + 0.25)
+    shape = (d, m) if which == "left" else (m, d)
+    raw = torch.randint(0, 3, shape[::-1] if transpose else shape, generator=gen)
+    W = (raw.T if transpose else raw).to(dtype)
+    assert W.shape == shape
+    K = k.matrix().double()
+    ref = {"act": lambda w: w @ K.T, "left": lambda w: K @ w, "right": lambda w: w @ K,
+           "right_inverse": lambda w: w @ torch.linalg.inv(K)}[which](W.double())
+    out = getattr(k, which)(W)
+    assert out.is_floating_point()
+    tol = 1e-2 if dtype == torch.float16 else 1e-5
+    torch.testing.assert_close(out.double(), ref, atol=tol, rtol=tol)

@@ -218,3 +218,135 @@ def test_symmetries_refuse_meta_tensors_clearly():
         act_on_layer(torch.ones(2, 2), torch.ones(2, device="meta"), k, k)
     with pytest.raises(TypeError, match="weight must be a torch.Tensor"):
         act_on_layer([[1.0, 0.0], [0.0, 1.0]], None, k, k)
+
+
+# -- a second, independent audit (benchmarks/audit_inputs.py) -------------------------------------
+def test_matrix_actions_refuse_complex_and_meta_matrices():
+    """Complex matrices were cast to real (the imaginary part dropped); meta ones crashed in .item()."""
+    G = groups.cyclic(2)
+    with pytest.raises(TypeError, match="matrices must be a real"):
+        MatrixAction(G, torch.eye(2, dtype=torch.cfloat).repeat(2, 1, 1))
+    with pytest.raises(ValueError, match="matrices is a meta tensor"):
+        MatrixAction(G, torch.zeros(2, 2, 2, device="meta"))
+
+
+def test_permutation_action_must_be_a_homomorphism():
+    """PermutationAction took index maps that define no action of the group."""
+    from eqlib.actions import PermutationAction
+    import numpy as np
+    with pytest.raises(ValueError, match="index .* do not define an action of C3"):
+        PermutationAction(groups.cyclic(3), np.array([[0, 1, 2], [1, 0, 2], [2, 0, 1]]))
+    rho = PermutationAction(groups.cyclic(3), np.array([[0, 1, 2], [1, 2, 0], [2, 0, 1]]))
+    assert rho.dim == 3
+
+
+def test_reynolds_refuses_nan_and_casts_integers():
+    from eqlib.actions import regular, reynolds
+    rho = regular(groups.cyclic(3))
+    with pytest.raises(ValueError, match="W must be finite"):
+        reynolds(torch.full((3, 3), math.nan), rho, rho)
+    W = torch.arange(9).view(3, 3)
+    torch.testing.assert_close(reynolds(W, rho, rho), reynolds(W.float(), rho, rho))
+
+
+def test_symmetry_elements_check_scales_and_weights():
+    """Scales of 1e-45 (no finite inverse) and complex scales were accepted; ``left`` took a
+    weight with the wrong number of rows; ``right`` truncated integer weights."""
+    from eqlib.symmetries import SymmetryElement
+    with pytest.raises(ValueError, match="scale must hold numbers of magnitude"):
+        SymmetryElement([0, 1], [1.0, 1e-45])
+    with pytest.raises(TypeError, match="scale must be a real"):
+        SymmetryElement([0, 1], torch.ones(2, dtype=torch.cfloat))
+    with pytest.raises(TypeError, match="perm must be a list"):
+        SymmetryElement({0, 1, 2})
+    k = SymmetryElement([1, 0, 2], [1.0, 2.0, 0.5])
+    with pytest.raises(ValueError, match="weight must have 3 rows"):
+        k.left(torch.rand(4, 2))
+    with pytest.raises(ValueError, match=r"weight must have shape \(m, 3\)"):
+        k.right(torch.rand(2, 4))
+    W = torch.ones(2, 3, dtype=torch.long)
+    torch.testing.assert_close(k.right(W), k.right(W.float()))
+    assert k.right(W).is_floating_point()
+
+
+@pytest.mark.parametrize("bad, exc, match", [
+    (torch.ones(2, 4, 3, dtype=torch.long), TypeError, "x must be a floating-point"),
+    (torch.ones(2, 4, 3, device="meta"), ValueError, "x is a meta tensor"),
+    (torch.ones(2, 5, 3), ValueError, r"x must have shape \(N, 4, 3\)"),
+])
+def test_attention_layers_gate_their_input(bad, exc, match):
+    """Integer inputs crashed in einsum; meta tensors and a wrong token count were accepted."""
+    from eqlib.models import MultiHeadAttention
+    with pytest.raises(exc, match=match):
+        MultiHeadAttention(4, 3, 3, 2, seed=0)(bad)
+
+
+def test_attention_layers_take_float64():
+    from eqlib.models import MultiHeadAttention
+    layer = MultiHeadAttention(4, 3, 3, 2, seed=0)
+    x = torch.rand(2, 4, 3)
+    torch.testing.assert_close(layer(x.double()), layer(x))
+
+
+def test_models_check_the_input_shape():
+    """A VGG took images of the wrong size; an MLP failed in F.linear on the wrong width."""
+    from eqlib.models.cnn import VGG
+    with pytest.raises(ValueError, match=r"x must have shape \(N, 3, 8, 8\)"):
+        VGG([4, "M", 4], image_size=8, num_classes=3)(torch.rand(2, 3, 6, 6))
+    with pytest.raises(ValueError, match=r"x must have shape \(N, 3\)"):
+        MLP([3, 4, 3])(torch.rand(2, 5))
+    net = MLP([12, 4, 3])
+    torch.testing.assert_close(net(torch.rand(2, 3, 2, 2)).shape, torch.Size([2, 3]))  # images are flattened
+
+
+def test_reduce_works_on_float64_networks():
+    """reduce() of a float64 MLP crashed (float32 maps met float64 weights)."""
+    from eqlib.submodels import plant_degenerate, reduce
+    net = plant_degenerate(MLP([3, 6, 3], seed=1), n_clones=1).double()
+    red = reduce(net)
+    errs = red.diagram_errors(torch.rand(5, 3, dtype=torch.float64))
+    assert max(errs.values()) < 1e-12
+    assert torch.get_default_dtype() == torch.float32
+
+
+def test_matching_refuses_raw_pixel_images():
+    """reset_bn took 0..255 float images as if normalised."""
+    from eqlib.matching import reset_bn
+    from eqlib.models.cnn import VGG
+    net = VGG([4, "M", 4], image_size=8, num_classes=3)
+    with pytest.raises(ValueError, match="images must be normalised"):
+        reset_bn(net, torch.randint(0, 256, (4, 3, 8, 8)).float())
+
+
+def test_latent_helpers_refuse_nan_and_bad_shapes():
+    from eqlib.analysis.probes import whitening
+    from eqlib.latent.conv import act_on_images
+    from eqlib.latent.result import MonomialAction
+    from eqlib.latent.units import assign
+    with pytest.raises(ValueError, match="similarity must be finite"):
+        assign(torch.full((3, 3), math.nan), True)
+    with pytest.raises(ValueError, match="evals must be finite"):
+        whitening(torch.full((3,), math.nan), torch.eye(3))
+    with pytest.raises(ValueError, match="x must have 4 dimensions"):
+        act_on_images(groups.cyclic(4)[1], None, torch.ones(2, 4, 4))
+    with pytest.raises(ValueError, match="perm must hold one permutation"):
+        MonomialAction(groups.cyclic(3), torch.zeros(3, 3, dtype=torch.long), torch.ones(3, 3))
+
+
+def test_mirror_symmetric_spectrum_takes_any_image_size():
+    """It failed on images other than 32x32 (it mirrored flattened 3072-vectors)."""
+    from eqlib.analysis.probes import mirror_symmetric_spectrum
+    imgs = torch.randint(0, 256, (6, 3, 8, 8), dtype=torch.uint8)
+    evals, evecs = mirror_symmetric_spectrum(imgs)
+    assert evals.shape == (192,) and evecs.shape == (192, 192)
+
+
+def test_train_gives_the_same_weights_for_any_memory_layout():
+    """channels-last images trained to other weights than the same images contiguous."""
+    from eqlib.models.cnn import VGG
+    imgs = torch.randint(0, 256, (4, 3, 8, 8), dtype=torch.uint8)
+    labels = torch.tensor([0, 1, 2, 1])
+    cfg = TrainConfig(epochs=1, batch_size=2)
+    runs = [train(VGG([2, "M"], num_classes=3, image_size=8), x, labels, cfg, progress=False).model.state_dict()
+            for x in (imgs, imgs.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2))]
+    assert all(torch.equal(runs[0][k], runs[1][k]) for k in runs[0])
