@@ -15,9 +15,11 @@ Two facts the chapter uses, both checked by the tests:
   forgets positions (:func:`flip_filters`).
 * **Mirror-GCNN.** If every conv satisfies ``W[o, i, :, ::-1] = W[π(o), π(i), :, :]``
   for an involution π of its channels (pairs of channels with mirrored filters, fixed
-  channels with symmetric filters), biases and BatchNorm parameters are π-invariant and
-  the classifier is π-invariant after global pooling, the network is exactly
-  mirror-invariant (:class:`MirrorGCNN`; the constraint holds by construction).
+  channels with symmetric filters: in the first layer, where the input permutation is the
+  identity; deeper, up to the previous layer's π on the input channels), biases and
+  BatchNorm parameters are π-invariant and the classifier is π-invariant after global
+  pooling, the network is exactly mirror-invariant (:class:`MirrorGCNN`; the constraint
+  holds by construction).
 
 Inputs are float images (N, 3, H, W) already normalised (the trainer does that).
 
@@ -327,7 +329,9 @@ class MirrorGCNN(VGG):
     Args:
         config, width, num_classes, batchnorm, in_channels, image_size, seed: as :class:`VGG`.
         fixed_fraction: fraction of each layer's channels fixed by π (symmetric
-            filters); the rest come in mirrored pairs. Rounded so the paired part is even.
+            filters in the first layer; deeper, symmetric up to the previous layer's π
+            on the input channels); the rest come in mirrored pairs. Rounded so the paired
+            part is even.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
