@@ -532,7 +532,7 @@ def random_invertible(n: int, d: int, gen: torch.Generator, log_scale: float) ->
 
 def sample_attention_symmetry(layer: MultiHeadAttention, seed: int | torch.Generator | None = 0,
                               log_scale: float = 0.5) -> AttentionSymmetry:
-    """A random head permutation with random well-conditioned A_h, B_h (Q·diag(e^u)).
+    """A random head permutation with random well-conditioned E_h, F_h (Q·diag(e^u)).
 
     Chapter: *Parameter symmetries*.
     """

@@ -12,9 +12,9 @@ parameters (our derivation, checked in the tests):
 and f(·; g·θ) = g·f(g^{-1}·(·); θ), where U_g acts on the output features. So f is
 G-equivariant iff f(·; g·θ) = f(·; θ) for every g; for θ identifiable up to head
 symmetries this means g·θ = ξ_g·θ for a unique head symmetry ξ_g: a head permutation τ_g
-with per-head changes of basis A_h (query–key) and B_h (value–output), and
+with per-head changes of basis E_h (query–key) and F_h (value–output), and
 Π_g P R_gᵀ = P (the positional encodings must be equivariant). The head products Q^h = W_Q^h W_K^{hᵀ} and
-O^h = W_V^h W_O^h do not see A_h, B_h, so τ_g is found by matching transported products
+O^h = W_V^h W_O^h do not see E_h, F_h, so τ_g is found by matching transported products
 to the original ones (:func:`scipy.optimize.linear_sum_assignment`). Convention: head
 τ_g(h) on g·X does what head h does on X,
 ``attention_maps(g·X)[τ_g(h)] = Π_g attention_maps(X)[h] Π_gᵀ``.
@@ -589,17 +589,17 @@ class AttentionLatentAction:
         token_perm: π_g recovered from the attention maps (token i moves to π_g[i]).
         token_perm_given: π_g of the input action.
         A, B: per-head changes of basis (H, d_k, d_k), (H, d_v, d_v) with
-            R_g^{-ᵀ} W_Q^h = W_Q^{τ(h)} A_h, R_g^{-ᵀ} W_K^h = W_K^{τ(h)} A_h^{-ᵀ} and
-            R_g^{-ᵀ} W_V^h = W_V^{τ(h)} B_h, W_O^h U_gᵀ = B_h^{-1} W_O^{τ(h)}, each pair
+            R_g^{-ᵀ} W_Q^h = W_Q^{τ(h)} E_h, R_g^{-ᵀ} W_K^h = W_K^{τ(h)} E_h^{-ᵀ} and
+            R_g^{-ᵀ} W_V^h = W_V^{τ(h)} F_h, W_O^h U_gᵀ = F_h^{-1} W_O^{τ(h)}, each pair
             fitted jointly by least squares (unique when the head's factors have full
             rank; for a degenerate head, one invertible solution).
         head_residual: per head, the matched product cost (0 when exact).
         basis_residual: worst rel. error of the four relations above (∞ when no
-            invertible A_h or B_h was found).
+            invertible E_h or F_h was found).
         positional_residual: ‖Π_g P R_gᵀ − P‖/‖P‖ (0 iff P is equivariant; None w/o P).
         maps_residual: ‖maps(g·X)[τ(h)] − Π maps(X)[h] Πᵀ‖ / ‖maps(g·X)‖.
         output_residual: ‖f(g·X) − g·f(X)‖ / ‖f(X)‖.
-        head_space_residual: max over heads of ‖Y_{τ(h)}(g·X) − Π_g Y_h(X) B_h^{-1}‖ / ‖·‖,
+        head_space_residual: max over heads of ‖Y_{τ(h)}(g·X) − Π_g Y_h(X) F_h^{-1}‖ / ‖·‖,
             Y_h the head value outputs (:meth:`eqlib.models.attention.MultiHeadAttention.head_values`): the
             latent action on the per-head space (R^{n×d_v})^H.
         S: the action U_g on output features that was used (d_out, d_out).
@@ -695,7 +695,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
     """Recover the latent action of G on an attention layer (the theorem's proof for attention).
 
     For every g: transport θ by the adjunction, match heads by their products (τ_g),
-    solve for the per-head changes of basis A_h, B_h, check the positional encodings,
+    solve for the per-head changes of basis E_h, F_h, check the positional encodings,
     match heads again from the attention maps of X and g·X (heads with coinciding maps
     told apart by their outputs), and recover the token permutation from the matched
     maps.
@@ -744,10 +744,10 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             S = out_features.matrix(g) if out_features is not None else torch.eye(d_out)
             tau, _, resid = match_heads(layer, action_in, g, S)
             moved = transport_parameters(layer, action_in, g, S)
-            # per-head changes of basis: W_Q^{τ(h)} A_h = (g·W_Q)^h with W_K^{τ(h)} A_h^{-ᵀ} = (g·W_K)^h,
-            # and W_V^{τ(h)} B_h = (g·W_V)^h with B_h^{-1} W_O^{τ(h)} = (g·W_O)^h, each pair fitted jointly
+            # per-head changes of basis: W_Q^{τ(h)} E_h = (g·W_Q)^h with W_K^{τ(h)} E_h^{-ᵀ} = (g·W_K)^h,
+            # and W_V^{τ(h)} F_h = (g·W_V)^h with F_h^{-1} W_O^{τ(h)} = (g·W_O)^h, each pair fitted jointly
             A, err_qk = _fit_partner_basis(layer.W_Q[tau], moved["W_Q"], layer.W_K[tau], moved["W_K"])
-            # (the O relation transposed: W_O^{τ(h)ᵀ} B_h^{-ᵀ} = (g·W_O)^{hᵀ}, so the fit gives C = B_h^{-ᵀ})
+            # (the O relation transposed: W_O^{τ(h)ᵀ} F_h^{-ᵀ} = (g·W_O)^{hᵀ}, so the fit gives C = F_h^{-ᵀ})
             C, err_vo = _fit_partner_basis(layer.W_O[tau].mT, moved["W_O"].mT, layer.W_V[tau], moved["W_V"])
             B_inv = C.mT
             B = torch.linalg.inv(B_inv) if np.isfinite(err_vo) else torch.linalg.pinv(B_inv)
@@ -776,7 +776,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             residual = equivariance_residual(layer, action_in, action_out, x, g, fx)
             res.output_residual[name] = float(residual.norm() / fx.norm().clamp_min(1e-12))
             res.S[name] = S.clone()
-            # the per-head space: Y_{τ(h)}(g·X) = Π_g Y_h(X) B_h^{-1}
+            # the per-head space: Y_{τ(h)}(g·X) = Π_g Y_h(X) F_h^{-1}
             y_gx = layer.head_values(gx)[:, torch.as_tensor(tau)]
             y_moved = action_in.permute_tokens(g, layer.head_values(x)) @ B_inv[None]
             res.head_space_residual[name] = float(_rel(y_gx.transpose(0, 1), y_moved.transpose(0, 1)).max())

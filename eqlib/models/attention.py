@@ -81,7 +81,7 @@ class MultiHeadAttention(Layer):
         """Each head's value output Y_h = maps_h(X) Z W_V^h before W_O, shape (N, H, n, d_v).
 
         The layer is f(X) = Σ_h Y_h W_O^h: the Y_h are coordinates of the per-head space
-        (R^{n×d_v})^H on which head permutations and the value bases B_h act.
+        (R^{n×d_v})^H on which head permutations and the value bases F_h act.
         """
         x = self.check_input(x)
         z = x + self.P if self.P is not None else x

@@ -67,7 +67,7 @@ def interpolation_figure(self_flip: Mapping[str, Any], pair: Mapping[str, Any] |
         ax.axvline(alpha, color="gray", ls="--", lw=1)
         y = np.interp(alpha, self_flip["alphas"], self_flip["curve_reset"])
         ax.annotate(f"{y:.1f} %", (alpha, y), textcoords="offset points", xytext=(5, 5), color="C0")
-    ax.set_xlabel("α: weight of the partner θ_B in (1 − α) θ_A + α θ_B")
+    ax.set_xlabel("t: weight of the partner θ_B in (1 − t) θ_A + t θ_B")
     ax.set_ylabel("test accuracy (%) after BN reset")
     ax.set_title(title or "Interpolation paths")
     ax.legend(fontsize=8)

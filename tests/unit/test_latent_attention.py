@@ -471,8 +471,8 @@ def test_bad_inputs_to_transport_and_recovery():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_degenerate_heads_do_not_spoil_the_basis_fit(seed):
     """A head whose W_Q, W_K, W_V have rank 1 < d_k = d_v = 2 (then hidden by random
-    per-head bases): W_Q alone does not determine A_h, and fitting it alone gave a
-    singular A_h and a basis residual of order 1 even for g = e. Every layer without
+    per-head bases): W_Q alone does not determine E_h, and fitting it alone gave a
+    singular E_h and a basis residual of order 1 even for g = e. Every layer without
     positional encodings is S_4-equivariant with τ_g = id, so the report must say so."""
     G = symmetric(4)
     act = TokenAction(G, None, token_dim=3)
@@ -487,7 +487,7 @@ def test_degenerate_heads_do_not_spoil_the_basis_fit(seed):
     res = recover_attention_action(layer, act, torch.randn(4, 4, 3, generator=gen))
     assert res.equivariant, res.summary()
     assert max(res.basis_residual.values()) < 1e-5
-    assert all(torch.linalg.matrix_rank(a).tolist() == [2, 2] for a in res.A.values())  # invertible A_h
+    assert all(torch.linalg.matrix_rank(a).tolist() == [2, 2] for a in res.A.values())  # invertible E_h
 
 
 # -- the partner-basis fit: structured (Sylvester) solve against the dense Kronecker SVD ----
@@ -582,7 +582,7 @@ def test_partner_basis_degenerate_edge_cases_agree_with_the_dense_solve():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_recovery_is_unchanged_by_the_structured_solve(seed, monkeypatch):
-    """The whole recovery, with the dense solver swapped in, gives the same A_h, B_h and
+    """The whole recovery, with the dense solver swapped in, gives the same E_h, F_h and
     residuals, on planted layers and on a layer with a degenerate head."""
     import eqlib.latent.attention as attention
 
