@@ -15,14 +15,16 @@ from ..train import mirror_images
 from ..validation import check_tensor
 
 __all__ = ["CATEGORIES", "SYMMETRIC", "ANTISYMMETRIC", "PAIR", "NEGATED_PAIR", "UNMATCHED",
-           "PAIRED", "FilterPairing", "filter_pairing"]
+           "PAIRED", "TOLERANCE", "FilterPairing", "filter_pairing"]
 
 CATEGORIES = ("symmetric", "antisymmetric", "mirrored pair", "negated mirrored pair", "unmatched")
 #: indices into ``CATEGORIES``
 SYMMETRIC, ANTISYMMETRIC, PAIR, NEGATED_PAIR, UNMATCHED = range(len(CATEGORIES))
 #: the categories whose filter has a partner other than itself
 PAIRED = (PAIR, NEGATED_PAIR)
-
+#: similarities are compared with ``threshold - TOLERANCE``: the computed ``|cosine|`` of
+#: an exact fixed point or an exact pair is 1 only up to rounding (a few 1e-16)
+TOLERANCE = 1e-9
 
 
 @dataclass
@@ -37,7 +39,8 @@ class FilterPairing:
             mirrored pair only if the pair is a verified 2-cycle of a signed permutation
             (see :func:`filter_pairing`); every other filter that is not (anti)symmetric
             is ``UNMATCHED``.
-        threshold: the ``|cosine|`` below which a filter counts as unmatched.
+        threshold: the ``|cosine|`` below which (by more than ``TOLERANCE``) a filter
+            counts as unmatched.
         self_similarity: per filter, ``|cosine|`` between the filter and its own mirror
             image.
         non_reciprocal: per filter, True if its best match passes the threshold and is
@@ -85,11 +88,11 @@ def filter_pairing(W1: torch.Tensor, axis: str = "horizontal", threshold: float 
 
     Each filter w_j (a 3×32×32 image) is mirrored and matched (signed, one-to-one,
     :func:`eqlib.latent.match_units`) against all filters: mirror(w_j) ≈ s_j w_{π(j)}.
-    A filter matched to itself with ``|cosine|`` at least ``threshold`` is symmetric
-    (s_j = 1) or antisymmetric (s_j = −1). A filter j matched to another filter k = π(j)
+    A filter matched to itself with ``|cosine|`` reaching ``threshold`` is symmetric
+    (s_j = 1) or antisymmetric (s_j = −1). A filter j matched to another filter t = π(j)
     is in a mirrored pair (s_j = 1) or a negated mirrored pair (s_j = −1) only if all of these hold:
 
-    * the match is reciprocal, π(k) = j, and sign-consistent, s_k = s_j (what the
+    * the match is reciprocal, π(t) = j, and sign-consistent, s_t = s_j (what the
       four-kinds proposition of the chapter requires of a 2-cycle);
     * both matches reach ``threshold``;
     * as a further rule of the sorting (a guard against near-copies, not a consequence
@@ -98,17 +101,22 @@ def filter_pairing(W1: torch.Tensor, axis: str = "horizontal", threshold: float 
       symmetric filter, for which the assignment would choose between "pair" and
       "symmetric" arbitrarily.
 
+    "Reaches ``threshold``" means at least ``threshold - TOLERANCE`` (1e-9): the computed
+    ``|cosine|`` of an exact fixed point or an exact pair is 1 only up to rounding, on
+    either side, so without the tolerance a threshold of 1 (or within rounding of 1)
+    would leave exact filters, symmetric or antisymmetric, unmatched.
+
     Otherwise the filter is unmatched; the matches rejected for the first or the last
     reason are reported in ``non_reciprocal`` and ``self_symmetric_pair``. The
     categorised filters therefore always describe one signed permutation k with k² = I.
     On an exact signed-permutation action, W_1 ρ(m) = k W_1 with k² = I, whose filters
     are nonzero and pairwise non-parallel, the assignment finds k and every filter is
     categorised except the mirrored (or negated) pairs (w, ±mirror(w)) whose filters are
-    themselves near-symmetric, ``|cos(mirror(w), w)|`` at least ``threshold``: such a pair
+    themselves near-symmetric, ``|cos(mirror(w), w)|`` reaching ``threshold``: such a pair
     cannot be told from two near-copies of one symmetric filter and is rejected as a
     ``self_symmetric_pair`` (the chapter's proposition on the sorting of an exact action,
-    for a ``threshold`` below 1: at 1, a computed ``|cosine|`` of an exact fixed point can
-    round to just below 1 and leave that filter unmatched).
+    for every ``threshold`` in (0, 1]; proved in exact arithmetic, it holds for the
+    function up to rounding).
 
     (Before this check existed, every filter with π(j) ≠ j and ``|cosine|`` at least
     ``threshold`` counted as paired: pair counts made that way are upper bounds of these.
@@ -140,9 +148,9 @@ def filter_pairing(W1: torch.Tensor, axis: str = "horizontal", threshold: float 
     self_sim = ((M * W).sum(1) / norms ** 2).abs().numpy()
     n = len(perm)
     self_ = perm == np.arange(n)
-    above = sim >= threshold
+    above = sim >= threshold - TOLERANCE
     reciprocal = (perm[perm] == np.arange(n)) & (signs[perm] == signs)
-    self_sym = self_sim >= threshold
+    self_sym = self_sim >= threshold - TOLERANCE
     other = ~self_ & above & above[perm]
     non_reciprocal = ~self_ & above & ~reciprocal
     self_symmetric_pair = other & reciprocal & (self_sym | self_sym[perm])
