@@ -88,7 +88,7 @@ class BarrierBudget:
             their mirrors), test images.
         epochs, batch_size, lr, optimizer, momentum, weight_decay, schedule: the trainer's.
         penalty_weight, penalty_start: the invariance loss of the ``"invariance"`` variant.
-        fixed_fraction: channels with symmetric filters in the GCNN.
+        fixed_fraction: channels fixed by π in the GCNN (symmetric filters in layer 1).
         alphas: points of the interpolation curves.
         seeds: the networks' seeds (empty: ``0 .. networks − 1``); the CLI's ``--seeds``.
         amp: ``"bf16"`` trains and evaluates under bfloat16 autocast (GPU speed), ``"none"`` not.

@@ -13,8 +13,8 @@ Two facts the chapter uses, both checked by the tests:
   with padding 1 commutes with the mirror once its kernels are flipped, BatchNorm, ReLU
   and the 2×2 max-pool (on even widths) commute with the mirror, and global pooling
   forgets positions (:func:`flip_filters`).
-* **Mirror-GCNN.** If every conv satisfies ``W[o, i, :, ::-1] = W[π(o), π(i), :, :]``
-  for an involution π of its channels (pairs of channels with mirrored filters, fixed
+* **Mirror-GCNN.** If every conv satisfies ``W[o, i, :, ::-1] = W[π_out(o), π_in(i), :, :]``
+  for an involution π_out of its channels, π_in the previous layer's (pairs of channels with mirrored filters, fixed
   channels with symmetric filters: in the first layer, where the input permutation is the
   identity; deeper, up to the previous layer's π on the input channels), biases and
   BatchNorm parameters are π-invariant and the classifier is π-invariant after global
@@ -320,8 +320,8 @@ class _InvolutionBatchNorm2d(nn.BatchNorm2d):
 class MirrorGCNN(VGG):
     """A mirror-GCNN inside the VGG family: exactly mirror-invariant by construction.
 
-    Every conv satisfies W[o, i, :, ::-1] = W[π(o), π(i), :, :] with π from
-    :func:`channel_involution` (π = identity on the RGB input); conv biases, BatchNorm
+    Every conv satisfies W[o, i, :, ::-1] = W[π_out(o), π_in(i), :, :] with π_out from
+    :func:`channel_involution` and π_in the previous layer's (the identity on the RGB input); conv biases, BatchNorm
     parameters (and, in eval mode, running statistics) are π-invariant; the classifier
     columns are π-invariant. The constraints are ``torch.nn.utils.parametrize``
     projections of free parameters, so ordinary optimizers train it.
