@@ -105,3 +105,21 @@ def test_player_buttons_need_no_special_glyphs(built_book):
         html = (built_book / f"{page}.html").read_text(encoding="utf-8")
         for glyph in ("\u23ee", "\u23ed", "&#x23EE;", "&#x23ED;"):
             assert glyph not in html, f"{page}: player button glyph {glyph!r} (missing in many fonts)"
+
+
+def test_solutions_and_hidden_tests_are_folded(built_book):
+    # a reader tries an exercise before seeing its solution code or the hidden tests
+    cell = re.compile(r'<div class="cell\b([^"]*)"')
+    for page in chapter_pages():
+        main = _main((built_book / f"{page}.html").read_text(encoding="utf-8"))
+        starts = [m.start() for m in cell.finditer(main)] + [len(main)]
+        folded = 0
+        for a, b in zip(starts, starts[1:]):
+            chunk = main[a:b]
+            if "BEGIN SOLUTION" in chunk or "BEGIN HIDDEN TESTS" in chunk:
+                head = chunk[:chunk.find("BEGIN")]
+                assert "tag_hide-input" in cell.match(chunk).group(1) and \
+                    re.search(r'<details class="[^"]*\bhide above-input', head), \
+                    f"{page}: a cell shows solution code or hidden tests unfolded"
+                folded += 1
+        assert folded, f"{page}: no folded exercise cell found (did the markup change?)"

@@ -72,6 +72,13 @@ def test_chapter_sections_and_exercises(path):
             f"{path.name}: check cell {gid} must call a checker (which prints; no print(...) around it)"
         assert re.search(r"fresh\(\"ch\d\d\"\)\.check_\w+\(", hidden) and "### END HIDDEN TESTS" in hidden, \
             f"{path.name}: check cell {gid} must end with hidden tests re-checking with fresh(\"chNN\")"
+    # solutions and hidden tests are folded (book: hide-input; JupyterLab: source_hidden), so a
+    # reader tries first; nbgrader's student versions open them again (UnfoldAnswers)
+    open_cells = [_nbg(c).get("grade_id", "?") for c in answers + checks
+                  if "hide-input" not in c.metadata.get("tags", [])
+                  or not c.metadata.get("jupyter", {}).get("source_hidden")]
+    assert not open_cells, (f"{path.name}: answer/check cells {open_cells} are not folded: give them the "
+                            "tag hide-input and metadata.jupyter.source_hidden = true")
     gids = [_nbg(c).get("grade_id") for c in answers + checks + list(written.values())]
     assert all(gids) and len(set(gids)) == len(gids), f"{path.name}: grade_ids missing or repeated: {gids}"
 
