@@ -47,9 +47,14 @@ def check_head_permutation(answer, planted) -> None:
     truth = planted.head_perm["m"]
     require(tau.shape == truth.shape, f"the layer has {truth.size} heads; your list has {tau.size} entries")
     require(sorted(tau.tolist()) == list(range(truth.size)), f"{tau.tolist()} is not a permutation of the heads")
-    require(np.array_equal(tau, truth),
-            f"{tau.tolist()} is not the head permutation of this layer; did you read it in the right direction "
-            "(τ(h) = the head of m·x that does what head h does on x)?")
+    if not np.array_equal(tau, truth):
+        inverse = np.argsort(truth)
+        # the direction hint only where it can be the mistake: tau is the inverse of the
+        # true permutation and differs from it (never for the mirror, as τ_m τ_m = id)
+        hint = ("; did you read it in the right direction (τ(h) = the head of m·x that does "
+                "what head h does on x)?" if np.array_equal(tau, inverse) else
+                "; match every head h to the head of m·x whose moved maps are closest")
+        raise ExerciseError(f"{tau.tolist()} is not the head permutation of this layer{hint}")
     passed(f"Correct: τ_m = {truth.tolist()}.")
 
 

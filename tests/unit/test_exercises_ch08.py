@@ -37,6 +37,27 @@ def test_head_permutation_checker():
         check_head_permutation([0, 0, 1], planted)
 
 
+def test_head_permutation_direction_hint_only_for_the_inverse():
+    from types import SimpleNamespace
+
+    act = patch_mirror_action((1, 4, 4), 2)
+    planted = plant_attention_equivariant(act, np.array([[0, 1, 2], [1, 0, 2]]), d_k=2, d_v=2, seed=0)
+    truth = planted.head_perm["m"].tolist()
+    assert [truth[truth[h]] for h in range(3)] == [0, 1, 2]   # τ_m is an involution
+    wrong = [0, 1, 2] if truth != [0, 1, 2] else [1, 0, 2]
+    with pytest.raises(ExerciseError) as info:
+        check_head_permutation(wrong, planted)
+    assert "direction" not in str(info.value)
+    # a (made-up) 3-cycle: its inverse, and only its inverse, gets the direction hint
+    cycle = SimpleNamespace(head_perm={"m": np.array([1, 2, 0])})
+    with pytest.raises(ExerciseError, match="direction"):
+        check_head_permutation([2, 0, 1], cycle)
+    with pytest.raises(ExerciseError) as info:
+        check_head_permutation([0, 2, 1], cycle)
+    assert "direction" not in str(info.value)
+    assert check_head_permutation([1, 2, 0], cycle) is None
+
+
 def test_turned_filter():
     from eqlib.exercises.ch08 import check_turned_filter
     from eqlib.groups import cyclic
