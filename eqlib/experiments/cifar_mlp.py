@@ -26,9 +26,10 @@ parts and follows :mod:`eqlib.experiments.protocol`. Command line (writes PNG fi
 
 Budgets (:data:`BUDGET_SETTINGS`): ``laptop`` (the default) trains small networks on a 4,000-image subset
 for a few epochs (minutes on 2 CPU cores); ``full`` trains widths 512/256/256 on all
-50,000 images for 15 epochs and probes with 100,000 noise samples (the whole chapter in
-under 30 minutes on 2 CPU cores, minutes on a GPU). ``--set KEY=VALUE`` changes any
-:class:`Settings` field, e.g. ``--set epochs=60`` or a larger ablation.
+50,000 images for 15 epochs and probes with 100,000 noise samples (the whole chapter
+sized for about 30 minutes on 2 CPU cores, not measured; minutes on a GPU).
+``--set KEY=VALUE`` changes any :class:`Settings` field, e.g. ``--set epochs=60`` or a
+larger ablation.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
