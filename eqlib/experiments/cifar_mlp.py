@@ -954,7 +954,7 @@ def output_names(budget: str, seed: int, parts: Sequence[str] = PARTS,
 def _measure(s: Settings, root: str | None, seed: int, device: str | None, progress: bool,
              parts: Sequence[str], on_ablation_row, download: bool | None, t_start: float
              ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The experiment itself: ``(summary, figures)`` (figures keyed as in :func:`output_names`)."""
+    """The experiment itself: ``(summary, figures)`` (figures keyed as in ``output_names``)."""
     from ..plots.filters import plot_attention_heads, plot_filters
     from ..plots.training import plot_ablation, plot_emergence, plot_error_table
 
@@ -1034,7 +1034,7 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
     ``overrides`` change :class:`Settings` fields of the budget (recorded in the JSON).
     Only ``parts`` are run; the four networks are always trained (or loaded from the cache).
     ``out`` is checked before any work: a writable folder, in which no output name
-    (:func:`output_names`: they carry the budget and the seed) is taken by a folder
+    (``output_names``: they carry the budget and the seed) is taken by a folder
     (ValueError otherwise). The outputs are written to a temporary folder beside ``out``
     and moved in at once (:func:`eqlib.experiments.protocol.write_outputs`); when that
     fails, :class:`~eqlib.experiments.protocol.OutputsKept` names where they are kept
@@ -1172,7 +1172,7 @@ def run_seeds(seeds: Sequence[int], budget: str | None = None, out: str | Path |
               **kwargs: Any) -> dict[str, Any]:
     """:func:`run` once per seed (each seed its own data subset and initialisation), then
     :func:`seed_spread`. With ``out``, each seed's JSON and figures are written as that
-    seed finishes (their names carry the seed, :func:`output_names`) and the record to
+    seed finishes (their names carry the seed, ``output_names``) and the record to
     ``out/cifar_mlp_<budget>_seeds.json`` at the end, each through a temporary folder
     beside ``out`` (:func:`eqlib.experiments.protocol.write_outputs`). ``kwargs`` go to
     :func:`run`.
@@ -1254,9 +1254,9 @@ class _Described:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Command line (:func:`eqlib.experiments.protocol.build_parser`, the flags every
     experiment shares): ``python -m eqlib.experiments.cifar_mlp --budget laptop --out results/``
-    writes ``cifar_mlp_<budget>_seed<N>.json`` and its figures (:func:`output_names`);
+    writes ``cifar_mlp_<budget>_seed<N>.json`` and its figures (``output_names``);
     ``--seeds 0,1,2`` runs each seed and also writes ``cifar_mlp_<budget>_seeds.json``.
-    Prints a table of the main numbers at the end (:func:`summary_text`). When the outputs
+    Prints a table of the main numbers at the end (``summary_text``). When the outputs
     cannot be moved into ``--out``, prints where they are kept and exits with status 1.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.

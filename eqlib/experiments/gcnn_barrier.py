@@ -959,11 +959,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     Without ``--seed``/``--seeds`` every cell has the budget's networks (seeds
     ``0 .. networks − 1``). Writes ``gcnn_barrier_<budget>.json`` (with one network seed
-    ``gcnn_barrier_<budget>_seed<N>.json``, :func:`output_stem`: every number,
+    ``gcnn_barrier_<budget>_seed<N>.json``, ``output_stem``: every number,
     ``settings``, the command that made it and the package versions) and, with the part
     ``figures``, PNG figures, all through a temporary folder beside ``--out`` moved in at
     once (:func:`eqlib.experiments.protocol.write_outputs`). Prints a table of the main
-    numbers at the end (:func:`summary_text`); when the outputs cannot be moved into
+    numbers at the end (``summary_text``); when the outputs cannot be moved into
     ``--out``, prints where they are kept and exits with status 1.
 
     Chapter: *ReLU CNNs and GCNNs*.
