@@ -24,6 +24,30 @@ def _pairs() -> list[tuple[str, Action, Action]]:
     ]
 
 
+def _real_scalar(got, what: str) -> float:
+    """``got`` as a Python float: any real scalar (int, float, a NumPy scalar, a 0-d array, a
+    one-element tensor) is accepted; strings, complex or NaN values and arrays of several
+    entries are refused with a message saying why."""
+    if isinstance(got, (str, bytes)):
+        raise ExerciseError(f"{what}: intertwiner_dim must return a real number, got the string {got!r}")
+    size = getattr(got, "size", None)
+    size = got.numel() if torch.is_tensor(got) else size
+    if isinstance(size, int) and size != 1:
+        raise ExerciseError(f"{what}: intertwiner_dim must return one real number, "
+                            f"got {type(got).__name__} with {size} entries")
+    if isinstance(got, complex) or getattr(getattr(got, "dtype", None), "kind", "") == "c" \
+            or (torch.is_tensor(got) and got.is_complex()):
+        raise ExerciseError(f"{what}: intertwiner_dim must return a real number, got the complex {got!r}; "
+                            "for a real representation the characters are real")
+    try:
+        value = float(got)
+    except (TypeError, ValueError, RuntimeError):
+        raise ExerciseError(f"{what}: intertwiner_dim must return a real number, "
+                            f"got {type(got).__name__}") from None
+    require(value == value, f"{what}: intertwiner_dim returned NaN")
+    return value
+
+
 def check_intertwiner_dim(intertwiner_dim: Callable) -> None:
     """Exercise ch05-ex1: ``intertwiner_dim(rho_in, rho_out)`` returns dim Hom_G(ρ_in, ρ_out)
     from characters; compared with the null space of :func:`eqlib.actions.equivariant_basis`.
@@ -36,10 +60,9 @@ def check_intertwiner_dim(intertwiner_dim: Callable) -> None:
         except NotImplementedError:
             raise ExerciseError("intertwiner_dim is not implemented yet") from None
         want = equivariant_basis(rin, rout).shape[0]
-        require(isinstance(got, (int, float)) or (torch.is_tensor(got) and got.numel() == 1),
-                f"{what}: intertwiner_dim must return a number, got {type(got).__name__}")
-        require(abs(float(got) - want) < 1e-4,
-                f"{what}: got {float(got):.4g}, but the null space has dimension {want}; "
+        value = _real_scalar(got, what)
+        require(abs(value - want) < 1e-4,
+                f"{what}: got {value:.4g}, but the null space has dimension {want}; "
                 "average χ_in(g⁻¹)·χ_out(g) over the group (χ(g) = trace of ρ(g))")
     passed("Correct: the character formula matches the null space on all four pairs.")
 

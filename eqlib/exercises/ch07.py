@@ -40,8 +40,12 @@ def check_sigmoid_flip(D, c) -> None:
 
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
-    require(isinstance(D, torch.Tensor) and isinstance(c, torch.Tensor),
-            f"D and c must be torch tensors, got {type(D).__name__} and {type(c).__name__}")
+    try:
+        D, c = torch.as_tensor(D, dtype=torch.float32), torch.as_tensor(c, dtype=torch.float32)
+    except (TypeError, ValueError, RuntimeError):
+        raise ExerciseError(f"D and c must be arrays of numbers, got {type(D).__name__} and "
+                            f"{type(c).__name__}") from None
+    require(c.ndim == 1, f"c must be a vector, got shape {tuple(c.shape)}")
     n = len(c)
     require(D.shape == (n, n) and c.shape == (n,),
             f"D must be ({n}, {n}) and c ({n},), got {tuple(D.shape)} and {tuple(c.shape)}")
@@ -61,9 +65,11 @@ def check_bypass_c4(k) -> None:
 
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
-    require(isinstance(k, torch.Tensor) and k.shape == (4, 4),
-            f"k must be a (4, 4) torch.Tensor, got {getattr(k, 'shape', type(k).__name__)}")
-    k = k.float()
+    try:
+        k = torch.as_tensor(k, dtype=torch.float32)
+    except (TypeError, ValueError, RuntimeError):
+        raise ExerciseError(f"k must be a (4, 4) array of numbers, got {type(k).__name__}") from None
+    require(k.shape == (4, 4), f"k must be a (4, 4) matrix, got shape {tuple(k.shape)}")
     is_perm = bool(((k == 0) | (k == 1)).all() and (k.sum(0) == 1).all() and (k.sum(1) == 1).all())
     require(is_perm, "k must be a permutation matrix (0/1 entries, one 1 per row and column)")
     W1 = torch.cat([torch.eye(2), -torch.eye(2)])

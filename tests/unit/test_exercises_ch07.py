@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -11,8 +12,17 @@ def test_sigmoid_flip():
         check_sigmoid_flip(-torch.eye(3), torch.zeros(3))          # linear: misses the 1
     with pytest.raises(ExerciseError, match="must be"):
         check_sigmoid_flip(-torch.eye(2), torch.ones(3))
-    with pytest.raises(ExerciseError, match="torch tensors"):
-        check_sigmoid_flip([[-1.0]], torch.ones(1))
+    with pytest.raises(ExerciseError, match="arrays of numbers"):
+        check_sigmoid_flip([["a"]], torch.ones(1))
+
+
+def test_sigmoid_flip_accepts_arrays_and_lists():
+    """The statement asks for "a matrix D and a vector c", not tensors; the old checker refused
+    NumPy arrays and lists (referee ch04-07-a r6, C)."""
+    assert check_sigmoid_flip(-np.eye(3), np.ones(3)) is None
+    assert check_sigmoid_flip([[-1.0, 0.0], [0.0, -1.0]], [1, 1]) is None
+    with pytest.raises(ExerciseError, match="does not depend"):
+        check_sigmoid_flip(-np.eye(3), np.zeros(3))
 
 
 def test_bypass_weights():
@@ -39,3 +49,16 @@ def test_bypass_c4():
         check_bypass_c4(k.T)                     # the rotation the other way
     with pytest.raises(ExerciseError, match="permutation matrix"):
         check_bypass_c4(-k)
+
+
+def test_bypass_c4_accepts_arrays_and_lists():
+    """A correct k given as a NumPy array or a nested list is accepted (the old checker asked
+    for a torch.Tensor; referee ch04-07-a r6, C); a wrong shape is still refused."""
+    k = np.zeros((4, 4))
+    k[[0, 1, 2, 3], [3, 0, 1, 2]] = 1.0
+    assert check_bypass_c4(k) is None
+    assert check_bypass_c4(k.astype(int).tolist()) is None
+    with pytest.raises(ExerciseError, match="largest gap"):
+        check_bypass_c4(k.T.tolist())
+    with pytest.raises(ExerciseError, match="shape"):
+        check_bypass_c4(np.eye(3))
