@@ -67,7 +67,7 @@ def check_filter_distance_by_hand(answer) -> None:
     got = float(answer)
     mistakes = {
         "TW needs both steps: flip every filter, then swap the two channels (TW[0] is "
-        "channel 1's filter flipped, (2, 2, 0)); a flip alone or a swap alone gives "
+        "channel 1's filter flipped); a flip alone or a swap alone gives "
         "this value": float((W - W[swap]).norm() / (2 * W.norm())),
         "you divided by ‖W‖ alone; the denominator is ‖W‖ + ‖TW‖ = 2‖W‖":
             float((W - TW).norm() / W.norm()),
