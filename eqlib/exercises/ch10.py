@@ -62,6 +62,8 @@ def check_filter_distance_by_hand(answer) -> None:
     expected = float((W - TW).norm() / (W.norm() + TW.norm()))
     if isinstance(answer, torch.Tensor) and answer.numel() == 1:
         answer = answer.item()
+    elif type(answer).__module__ == "numpy" and getattr(answer, "size", 0) == 1:
+        answer = answer.item()  # a NumPy scalar or one-element array
     require(isinstance(answer, (int, float)) and not isinstance(answer, bool),
             f"give d as a number (a float), got {type(answer).__name__}")
     got = float(answer)

@@ -18,10 +18,10 @@ def test_intertwiner_dim_accepts_any_real_scalar():
     """A correct answer computed with NumPy (``rho.matrix(g).numpy().trace()``) is a NumPy
     scalar; the old checker rejected it as "not a number" (referee ch04-07-a r6, B)."""
     for cast in (np.float32, np.float64, np.int64, np.array, float, torch.tensor,
-                 lambda v: torch.tensor([v])):
+                 lambda v: torch.tensor([v]), lambda v: np.array([v]), complex):
         assert check_intertwiner_dim(lambda a, b: cast(round(float(intertwiner_dimension(a, b))))) is None
-    for bad in ("3", torch.tensor([3.0, 3.0]), np.array([3.0, 3.0]), float("nan"), 3 + 0j,
-                np.complex64(3)):
+    for bad in ("3", torch.tensor([3.0, 3.0]), np.array([3.0, 3.0]), float("nan"), 3 + 1j,
+                np.complex64(3 + 1j)):
         with pytest.raises(ExerciseError, match="intertwiner_dim"):
             check_intertwiner_dim(lambda a, b, bad=bad: bad)
 

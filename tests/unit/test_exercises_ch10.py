@@ -40,6 +40,10 @@ def test_filter_distance_by_hand_right_and_wrong():
     assert check_filter_distance_by_hand(26 ** -0.5) is None
     assert check_filter_distance_by_hand(0.196) is None                    # rounded by hand
     assert check_filter_distance_by_hand(torch.tensor(26 ** -0.5)) is None
+    import numpy as np
+
+    for numpy_answer in (np.float32(26 ** -0.5), np.float64(26 ** -0.5), np.array([26 ** -0.5])):
+        assert check_filter_distance_by_hand(numpy_answer) is None  # NumPy answers are numbers
     with pytest.raises(ExerciseError, match="both steps") as hint:   # flip or swap alone
         check_filter_distance_by_hand(10 ** 0.5 / (2 * 13 ** 0.5))
     assert "(2, 2, 0)" not in str(hint.value)       # the hint does not give TW[0] away
