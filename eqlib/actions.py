@@ -97,9 +97,10 @@ class Action:
     def __add__(self, other: "Action") -> "DirectSum":
         return DirectSum(self, other)
 
-    def _flat(self, x: Tensor) -> tuple[Tensor, Callable[[Tensor], Tensor]]:
-        """View x as (..., dim); return it and the map back to x's shape."""
-        check_tensor("x", x)
+    def _flat(self, x: Tensor, name: str = "x") -> tuple[Tensor, Callable[[Tensor], Tensor]]:
+        """View x as (..., dim); return it and the map back to x's shape (errors name
+        the argument ``name``)."""
+        check_tensor(name, x)
         if x.shape[-1:] == (self.dim,) and self.shape == (self.dim,):
             return x, lambda y: y
         k = len(self.shape)
@@ -109,7 +110,7 @@ class Action:
         if x.shape[-1:] == (self.dim,):
             return x, lambda y: y
         raise ValueError(
-            f"x must have shape (..., {', '.join(map(str, self.shape))}) or (..., {self.dim}): "
+            f"{name} must have shape (..., {', '.join(map(str, self.shape))}) or (..., {self.dim}): "
             f"{type(self).__name__} acts on vectors of shape {self.shape} (or flat {self.dim}), "
             f"got a tensor of shape {tuple(x.shape)}"
         )
@@ -411,7 +412,10 @@ def equivariance_residual(
 
     Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
     """
-    fx = f(x) if fx is None else fx
+    if fx is None:
+        fx = f(x)
+    else:  # a given f(x) must be a tensor rho_out acts on: say so naming fx, not x
+        rho_out._flat(fx, "fx")
     return f(rho_in.act(g, x)) - rho_out.act(g, fx)
 
 
@@ -676,8 +680,9 @@ def regular(group: FiniteGroup) -> PermutationAction:
     """
     _check_group(group)
     if group.order > REGULAR_MAX_ORDER:
-        raise ValueError(f"the regular representation of {group.name} (order {group.order}) acts on "
-                         f"R^{group.order}; orders above {REGULAR_MAX_ORDER} are refused (too big to build or use)")
+        raise ValueError(f"group must have order at most {REGULAR_MAX_ORDER}: the regular representation "
+                         f"of {group.name} (order {group.order}) acts on R^{group.order}; orders above "
+                         f"{REGULAR_MAX_ORDER} are refused (too big to build or use)")
     return permutation(group, group.table)
 
 
@@ -729,7 +734,7 @@ def mirror_images(x: Tensor, axis: str = "horizontal", shape: tuple[int, int, in
                              f"got {tuple(x.shape)}")
         return torch.flip(x.view(-1, *shape), dims=(dim,)).reshape(x.shape)
     if x.dim() < 3:
-        raise ValueError(f"mirror_images expects images (..., C, H, W), got shape {tuple(x.shape)}; "
+        raise ValueError(f"x must be images (..., C, H, W) with at least 3 dimensions, got shape {tuple(x.shape)}; "
                          "pass shape=(C, H, W) for flattened images")
     return torch.flip(x, dims=(dim,))
 

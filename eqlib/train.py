@@ -215,22 +215,26 @@ def mirror_images(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
 
 
 def prepare_images(images: torch.Tensor, mean=CIFAR_MEAN, std=CIFAR_STD) -> torch.Tensor:
-    """What the trained models take: uint8 images (N, 3, H, W) → :func:`eqlib.data.normalize`;
+    """What the trained models take: uint8 images (N, C, H, W) → :func:`eqlib.data.normalize`
+    (``mean`` and ``std`` hold one number per channel, C = 3 for the CIFAR defaults);
     float images (in [0, 1]; 0..255 floats are refused, never normalised as if in [0, 1])
     are normalised the same way.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     check_tensor("images", images, ndim=4)
+    c = images.shape[1]
+    for name, values in (("mean", mean), ("std", std)):
+        if not isinstance(values, (str, bytes)) and hasattr(values, "__len__") and len(values) != c:
+            raise ValueError(f"images have {c} channel(s) (shape {tuple(images.shape)}) but {name} holds "
+                             f"{len(values)} numbers: mean and std need one number per channel of images")
     if images.dtype == torch.uint8:
         return normalize(images, mean, std)
-    if images.shape[1] != 3:
-        raise ValueError(f"expected images of shape (N, 3, H, W), got {tuple(images.shape)}")
     if not images.is_floating_point():
         raise TypeError(f"images must be uint8 (0..255) or float (in [0, 1]), got {images.dtype}")
     _check_unit_range("images", images.detach())
-    m = torch.tensor(mean, device=images.device, dtype=torch.float32).view(1, 3, 1, 1)
-    s = torch.tensor(std, device=images.device, dtype=torch.float32).view(1, 3, 1, 1)
+    m = torch.tensor(mean, device=images.device, dtype=torch.float32).view(1, c, 1, 1)
+    s = torch.tensor(std, device=images.device, dtype=torch.float32).view(1, c, 1, 1)
     return (images.float() - m) / s
 
 

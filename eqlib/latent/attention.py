@@ -554,9 +554,13 @@ def recover_token_permutation(maps_x: Tensor, maps_gx: Tensor) -> tuple[np.ndarr
 
     Chapter: *Attention*.
     """
-    if maps_x.shape != maps_gx.shape or maps_x.dim() != 4 or maps_x.shape[-1] != maps_x.shape[-2]:
-        raise ValueError(f"need two attention-map tensors of equal shape (N, H, n, n), got "
-                         f"{tuple(maps_x.shape)} and {tuple(maps_gx.shape)}")
+    check_tensor("maps_x", maps_x), check_tensor("maps_gx", maps_gx)
+    if maps_gx.shape != maps_x.shape:
+        raise ValueError(f"maps_gx must have the shape of maps_x, {tuple(maps_x.shape)}, got "
+                         f"{tuple(maps_gx.shape)}")
+    if maps_x.dim() != 4 or maps_x.shape[-1] != maps_x.shape[-2]:
+        raise ValueError(f"maps_x and maps_gx must be attention maps (N, H, n, n), got shape "
+                         f"{tuple(maps_x.shape)}")
     maps_x, maps_gx = maps_x.detach(), maps_gx.detach()
     n = maps_x.shape[-1]
     fx = maps_x.sort(dim=-1).values.permute(2, 0, 1, 3).reshape(n, -1)

@@ -339,6 +339,7 @@ def recover_conv_actions(model: Model, x: Tensor, rho_in: Action | None = None,
         raise ValueError("every layer but the last must be a tanh layer (K_i = signed permutations)")
     if group is None:
         group = rho_in.group if rho_in is not None else rho_out.group if rho_out is not None else cyclic(4)
+    check_tensor("x", x, dtype="float")  # integer images: refused by name, not deep in a conv
     if x.dim() != 4 or tuple(x.shape[1:]) != tuple(layers[0].in_shape):
         raise ValueError(f"x must have shape (N, {', '.join(map(str, layers[0].in_shape))}), "
                          f"got {tuple(x.shape)}")

@@ -77,6 +77,13 @@ def relative_errors(A: Tensor, X: Tensor, Y: Tensor, chunk: int = 65536) -> Tens
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
     chunk = check_int("chunk", chunk, 1)
+    check_tensor("A", A, ndim=2), check_tensor("X", X, ndim=2), check_tensor("Y", Y, ndim=2)
+    if X.shape[1] != A.shape[1]:
+        raise ValueError(f"X must have rows of length {A.shape[1]} (the columns of A, shape {tuple(A.shape)}), "
+                         f"got X of shape {tuple(X.shape)}")
+    if tuple(Y.shape) != (X.shape[0], A.shape[0]):
+        raise ValueError(f"Y must have shape ({X.shape[0]}, {A.shape[0]}) (one row A X_n per row of X), "
+                         f"got {tuple(Y.shape)}")
     out = []
     At = A.T.to(X.dtype)
     for s in range(0, X.shape[0], chunk):
@@ -148,13 +155,14 @@ def fit_linear_action(
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
     X, Y = features, features_transformed
-    check_tensor("features", X, dtypes="float", finite=True)
-    check_tensor("features_transformed", Y, dtypes="float", finite=True)
+    check_tensor("features", X, ndim=2, dtypes="float", finite=True)
+    check_tensor("features_transformed", Y, ndim=2, dtypes="float", finite=True)
     check_float("fit_fraction", fit_fraction, 0.0, 1.0, low_open=True)
     check_float("ridge", ridge, 0.0), check_float("rcond", rcond, 0.0)
     check_choice("solver", solver, (None, "gelsd", "normal"))
-    if X.ndim != 2 or X.shape != Y.shape:
-        raise ValueError(f"features must be two (N, d) tensors of one shape, got {tuple(X.shape)} and {tuple(Y.shape)}")
+    if X.shape != Y.shape:
+        raise ValueError(f"features_transformed must have the shape of features, {tuple(X.shape)} "
+                         f"(one row f(g y_n) per row f(y_n)), got {tuple(Y.shape)}")
     if not 0 < fit_fraction <= 1:
         raise ValueError(f"fit_fraction must be in (0, 1], got {fit_fraction}")
     if ridge < 0:
@@ -162,7 +170,8 @@ def fit_linear_action(
     N, d = X.shape
     n_fit = int(round(N * fit_fraction))
     if n_fit < 1 or (fit_fraction < 1 and n_fit >= N):
-        raise ValueError(f"{N} samples cannot be split with fit_fraction={fit_fraction}")
+        raise ValueError(f"features must have enough rows (samples) to split with fit_fraction={fit_fraction}, "
+                         f"got {N} rows")
     if solver is None:
         solver = "gelsd" if (X.device.type == "cpu" and ridge == 0) else "normal"
     if solver not in ("gelsd", "normal"):

@@ -14,7 +14,7 @@ import torch
 from ..actions import Action, check_homomorphism, equivariance_residual
 from ..groups import FiniteGroup, GroupElement
 from ..symmetries import SymmetryElement
-from ..validation import check_int
+from ..validation import check_int, check_sequence, check_tensor
 
 __all__ = ["MonomialAction", "LatentActions", "layer_errors", "homomorphism_error"]
 
@@ -133,6 +133,11 @@ def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
+    hidden = check_sequence("hidden", hidden)
+    if len(hidden) != model.depth - 1:
+        raise ValueError(f"hidden must hold {model.depth - 1} action(s) (one per hidden layer of this depth-"
+                         f"{model.depth} model), got {len(hidden)}")
+    check_tensor("x", x, dtype="float")
     ks = [rho_in, *hidden, rho_out]
     G = rho_in.group
     out = np.zeros((model.depth, G.order))

@@ -71,7 +71,9 @@ def match_units(A: Tensor, B: Tensor, signed: bool = True, scaled: bool = False)
         similarity: (n,) cosine similarity of each matched pair (absolute when signed).
 
     Raises:
-        ValueError: if A and B do not have the same shape.
+        ValueError: if A and B are not matrices of the same shape.
+        TypeError: if A or B is not a floating-point tensor (cast integer rows with
+            ``.float()``).
 
     Example:
         >>> perm, signs, sim = match_units(W_mirrored, W, signed=True)
@@ -79,7 +81,8 @@ def match_units(A: Tensor, B: Tensor, signed: bool = True, scaled: bool = False)
     Chapter: *The main theorem* (book/part2/06_main_theorem); used in *Reproducing the
     CIFAR-10 experiment* to pair filters with their mirror images.
     """
-    check_tensor("A", A), check_tensor("B", B), check_bool("signed", signed), check_bool("scaled", scaled)
+    check_tensor("A", A, dtype="float"), check_tensor("B", B, dtype="float")  # cosines need floats
+    check_bool("signed", signed), check_bool("scaled", scaled)
     if A.ndim != 2 or A.shape != B.shape:
         raise ValueError(f"A and B must be matrices of one shape, got {tuple(A.shape)} and {tuple(B.shape)}")
     An, a_norm = _unit_rows(A)

@@ -173,6 +173,15 @@ class VGG(Model):
         self.width, self.num_classes, self.batchnorm = width, num_classes, batchnorm
         self.in_channels, self.image_size, self.seed = in_channels, image_size, seed
 
+    def check_input(self, x: torch.Tensor) -> torch.Tensor:
+        """The model's input gate (:meth:`Model.check_input`), and a batch: x must be
+        (N, C, H, W) (BatchNorm takes no single unbatched image)."""
+        x = super().check_input(x)
+        if x.ndim != 4:
+            raise ValueError(f"x must have shape (N, {self.in_channels}, {self.image_size}, {self.image_size}) "
+                             f"(a batch; use x.unsqueeze(0) for one image), got {tuple(x.shape)}")
+        return x
+
     @property
     def channels(self) -> list[int]:
         """Output channels of every conv layer."""

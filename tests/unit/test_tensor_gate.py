@@ -350,3 +350,67 @@ def test_train_gives_the_same_weights_for_any_memory_layout():
     runs = [train(VGG([2, "M"], num_classes=3, image_size=8), x, labels, cfg, progress=False).model.state_dict()
             for x in (imgs, imgs.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2))]
     assert all(torch.equal(runs[0][k], runs[1][k]) for k in runs[0])
+
+
+# -- errors that name the argument (the input audit's 13 "obscure" calls) ---------------------------
+def _audit_cases():
+    from eqlib import actions
+    from eqlib.latent import attention as latt, conv as lconv, lstsq, units
+    from eqlib.latent import result as lres
+    from eqlib.models.cnn import VGG
+    c3 = groups.cyclic(3)
+    reg3 = actions.regular(c3)
+    net = MLP([3, 4, 3], seed=0)
+    x3 = torch.rand(5, 3)
+    vgg = VGG([4, "M", 4], image_size=8, num_classes=3, seed=0)
+    planted = lambda: lconv.plant_c4_conv([["trivial"], ["regular"]]).model  # noqa: E731
+    img = torch.randint(0, 256, (4, 1, 8, 8), dtype=torch.uint8)
+    return [
+        (ValueError, "group must have order at most 1024", lambda: actions.regular(groups.symmetric(7))),
+        (ValueError, r"x must be images \(\.\.\., C, H, W\)", lambda: actions.mirror_images(torch.zeros(5))),
+        (ValueError, r"fx must have shape \(\.\.\., 3\)", lambda: actions.equivariance_residual(
+            net, reg3, reg3, x3, c3.elements[1], fx=torch.zeros(2, 2))),
+        (ValueError, r"x must have shape \(N, 3, 8, 8\) \(a batch", lambda: vgg(torch.rand(3, 8, 8))),
+        (TypeError, "x must be a floating-point tensor", lambda: lconv.recover_conv_actions(
+            planted(), torch.ones(2, 1, 7, 7, dtype=torch.long))),
+        (ValueError, "features_transformed must have the shape of features", lambda: lstsq.fit_linear_action(
+            torch.rand(10, 3), torch.rand(9, 3))),
+        (ValueError, "features must have enough rows", lambda: lstsq.fit_linear_action(
+            torch.rand(0, 3), torch.rand(0, 3))),
+        (ValueError, "X must have rows of length 3", lambda: lstsq.relative_errors(
+            torch.eye(3), torch.rand(4, 2), torch.rand(4, 3))),
+        (ValueError, r"Y must have shape \(4, 3\)", lambda: lstsq.relative_errors(
+            torch.eye(3), torch.rand(4, 3), torch.rand(4, 2))),
+        (TypeError, "A must be a floating-point tensor", lambda: units.match_units(
+            torch.ones(3, 4, dtype=torch.long), torch.ones(3, 4, dtype=torch.long))),
+        (ValueError, r"hidden must hold 1 action\(s\)", lambda: lres.layer_errors(net, reg3, reg3, [], x3)),
+        (TypeError, "x must be a floating-point tensor", lambda: lres.layer_errors(
+            net, reg3, reg3, [reg3], torch.ones(2, 3, dtype=torch.long))),
+        (ValueError, "maps_gx must have the shape of maps_x", lambda: latt.recover_token_permutation(
+            torch.rand(2, 4, 4), torch.rand(2, 3, 3))),
+        (ValueError, r"images have 1 channel\(s\) .* but mean holds 3 numbers", lambda: prepare_images(img)),
+        (ValueError, r"images have 1 channel\(s\) .* but std holds 3 numbers", lambda: prepare_images(
+            img, mean=(0.5,))),
+    ]
+
+
+@pytest.mark.parametrize("case", range(15))
+def test_bad_inputs_are_refused_naming_the_argument(case):
+    """Each raised an error that did not name the argument (or a deep torch RuntimeError)
+    before: the input audit's 'obscure' calls."""
+    exc, match, call = _audit_cases()[case]
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_the_new_gates_keep_legitimate_calls():
+    """The checks above refuse only what was broken: one image in a batch, 1-channel
+    images with 1-channel mean/std (uint8 and float give the same result)."""
+    from eqlib.models.cnn import VGG
+    vgg = VGG([4, "M", 4], image_size=8, num_classes=3, seed=0).eval()
+    x = torch.rand(3, 8, 8)
+    assert vgg(x.unsqueeze(0)).shape == (1, 3)
+    img = torch.randint(0, 256, (4, 1, 8, 8), dtype=torch.uint8)
+    a = prepare_images(img, mean=(0.5,), std=(0.25,))
+    torch.testing.assert_close(a, (img.float() / 255 - 0.5) / 0.25)
+    torch.testing.assert_close(prepare_images(img.float() / 255, mean=(0.5,), std=(0.25,)), a)
