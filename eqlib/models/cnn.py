@@ -174,7 +174,7 @@ class VGG(Model):
         self.in_channels, self.image_size, self.seed = in_channels, image_size, seed
 
     def check_input(self, x: torch.Tensor) -> torch.Tensor:
-        """The model's input gate (:meth:`Model.check_input`), and a batch: x must be
+        """The model's input gate (``Model.check_input``), and a batch: x must be
         (N, C, H, W) (BatchNorm takes no single unbatched image)."""
         x = super().check_input(x)
         if x.ndim != 4:
