@@ -186,8 +186,8 @@ def load_merge_data(b: BarrierBudget, root: str | None = None, download: bool | 
     ``download`` is passed to :func:`~eqlib.data.load_cifar10` (None: download CIFAR-10
     when it is not found and ``$EQLIB_DATA`` is unset, unless ``EQLIB_DOWNLOAD=0``).
 
-    The matching images are drawn from the training split but disjoint from the
-    training subset is not required (BN statistics are estimated on training data).
+    The matching images are drawn from the training split independently of the training
+    subset (the two may overlap; BN statistics are estimated on training data).
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
