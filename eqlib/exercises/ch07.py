@@ -38,6 +38,8 @@ def check_bypass_weights(W1, W2) -> None:
 def check_sigmoid_flip(D, c) -> None:
     """Exercise ch07-ex1: the affine map with σ(−z) = D σ(z) + c for the logistic sigmoid.
 
+    The exercise fixes n = 3 units, so ``D`` must be (3, 3) and ``c`` of length 3.
+
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
     try:
@@ -46,9 +48,10 @@ def check_sigmoid_flip(D, c) -> None:
         raise ExerciseError(f"D and c must be arrays of numbers, got {type(D).__name__} and "
                             f"{type(c).__name__}") from None
     require(c.ndim == 1, f"c must be a vector, got shape {tuple(c.shape)}")
-    n = len(c)
+    n = 3                                       # the exercise asks for n = 3 units
     require(D.shape == (n, n) and c.shape == (n,),
-            f"D must be ({n}, {n}) and c ({n},), got {tuple(D.shape)} and {tuple(c.shape)}")
+            f"D must be ({n}, {n}) and c ({n},) for the exercise's {n} units, got "
+            f"{tuple(D.shape)} and {tuple(c.shape)}")
     z = 3 * torch.randn(512, n, generator=torch.Generator().manual_seed(71))
     err = float((torch.sigmoid(-z) - (torch.sigmoid(z) @ D.float().T + c.float())).abs().max())
     require(err < 1e-5, f"σ(−z) ≠ D σ(z) + c (largest gap {err:.3g}). Compute σ(t) + σ(−t) "

@@ -6,15 +6,16 @@ zero padding k // 2 and stride 1 satisfies the *generalized adjunction*
     ψ(g)⁻¹ f_i(ψ(g) x; θ_i) = f_i(x; g⁻¹·θ_i),    g⁻¹·θ_i = (rot_g⁻¹ W_i, b_i),
 
 where ψ(g) = rot_g turns every channel of an image and rot_g⁻¹ W turns every filter
-back. On the input and the output G may also act on channels, ρ_0(g) = rot_g ⊗ ζ_0(g)
-and ρ_L(g) = rot_g ⊗ ζ_L(g) (ζ_0, ζ_L signed permutations of channels); then
+back. On the input and the output G may also act on channels, ψ_0(g) = ζ_0(g) ⊗ rot_g
+and ψ_L(g) = ζ_L(g) ⊗ rot_g (ζ_0, ζ_L signed permutations of channels; channels first,
+as in the (C, H, W) layout); then
 g⁻¹·θ_1 multiplies W_1 by ζ_0(g) on its input channels and g⁻¹·θ_L multiplies W_L and
 b_L by ζ_L(g)⁻¹ on their output channels.
 
 If f is equivariant, θ and g⁻¹·θ give the same function; for an identifiable θ there
 are unique signed channel permutations k_i(g) (the parameter symmetries of a tanh conv
 layer) with g⁻¹·θ_i = k_i(g)·θ_i·k_{i-1}(g)⁻¹ on the channel axes, and then
-λ_i(g) = rot_g ⊗ k_i(g) makes every layer equivariant and g ↦ k_i(g) is a
+λ_i(g) = k_i(g) ⊗ rot_g makes every layer equivariant and g ↦ k_i(g) is a
 homomorphism (the course's theorem under the generalized adjunction, chapter 8).
 :func:`recover_conv_actions` runs this proof: it matches rows of the transported
 filters to rows of the original ones up to sign, layer by layer.
@@ -97,7 +98,7 @@ def c4_channel_action(blocks: list[str], group: FiniteGroup | None = None) -> Ma
 
 
 def act_on_images(g: GroupElement, channels: Action | Tensor | None, x: Tensor) -> Tensor:
-    """rot_g ⊗ C(g) on images (N, C, H, W): mix channels by C(g), turn by g.
+    """C(g) ⊗ rot_g on images (N, C, H, W): mix channels by C(g), turn by g.
 
     ``channels`` is an action on R^C, a (C, C) matrix, or None (channels untouched).
 
@@ -238,8 +239,8 @@ class ConvLatentActions:
         k: per hidden layer i (1 … L-1), {g.name: k_i(g)}, a signed channel permutation.
         weight_residual: per layer, {g.name: ‖g⁻¹·θ_i − k_i θ_i k_{i-1}⁻¹‖ / ‖θ_i‖}.
         layer_error: per layer, {g.name: ‖f_i(λ_{i-1}(g) y) − λ_i(g) f_i(y)‖ / ‖f_i(y)‖}
-            on the probes y = f_{<i}(x) and on Gaussian y, with λ_i(g) = rot_g ⊗ k_i(g).
-        output_error: {g.name: ‖f(ρ_0(g) x) − ρ_L(g) f(x)‖ / ‖f(x)‖}.
+            on the probes y = f_{<i}(x) and on Gaussian y, with λ_i(g) = k_i(g) ⊗ rot_g.
+        output_error: {g.name: ‖f(ψ_0(g) x) − ψ_L(g) f(x)‖ / ‖f(x)‖}.
         tol: tolerance of :attr:`equivariant` and :attr:`layerwise`.
 
     Chapter: *Attention and convolutions* (book/part2/08_attention).
@@ -320,7 +321,7 @@ def recover_conv_actions(model: Model, x: Tensor, rho_in: Action | None = None,
     For every g: transport θ to g⁻¹·θ (:func:`transport_conv`); k_1(g) is the signed
     permutation matching the rows [W'_1 | b'_1] to [W_1 | b_1]; for later layers
     k_i(g) matches [W'_i k_{i-1}(g) | b'_i] to [W_i | b_i]; the last layer must satisfy
-    W'_L k_{L-1}(g) = W_L, b'_L = b_L. Then λ_i(g) = rot_g ⊗ k_i(g) is checked on every
+    W'_L k_{L-1}(g) = W_L, b'_L = b_L. Then λ_i(g) = k_i(g) ⊗ rot_g is checked on every
     layer (probes f_{<i}(x) and Gaussian inputs).
 
     Args:

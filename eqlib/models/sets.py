@@ -288,7 +288,8 @@ class ResidualBlock(Layer):
 
 
 def plant_residual_invariant(d: int, hidden: int, activation: str = "relu", seed: int = 0) -> ResidualBlock:
-    """A residual block invariant under x ↦ −x whose inner layer is not linearly equivariant.
+    """A residual block invariant under x ↦ −x; for the chapter's d = 3 blocks its inner layer
+    carries no linear action (not for every block: d = 1 can have one, see below).
 
     Our construction: σ(z) − σ(−z) = z for ReLU and GELU, so with b_1 = 0 and
     W_2 W_1 = −2 I (W_2 = −2 W_1⁺, W_1 of full column rank, hidden ≥ d)
@@ -298,8 +299,9 @@ def plant_residual_invariant(d: int, hidden: int, activation: str = "relu", seed
     The inner layer maps −x to σ(−W_1x) = σ(W_1x) − W_1x, which is not a linear
     function of σ(W_1x) for the blocks the tests and the chapter build (d = 3, checked in
     tests/unit/test_sets.py; unit by unit not a function at all); not for every W_1: with
-    d = 1 and two ReLU units of opposite signs a scaled swap of the units is one; on the latent (x, σ(W_1x)) that the skip carries, g acts by the
-    linear map (x, h) ↦ (−x, h − W_1x), which is not a permutation times a scaling.
+    d = 1 and two ReLU units of opposite signs a scaled swap of the units is one. On the
+    latent (x, σ(W_1x)) that the skip carries, g acts by the linear map
+    (x, h) ↦ (−x, h − W_1x), which is not a permutation times a scaling.
 
     Raises:
         ValueError: for an activation without σ(z) − σ(−z) = z, or hidden < d.

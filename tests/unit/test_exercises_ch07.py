@@ -20,9 +20,18 @@ def test_sigmoid_flip_accepts_arrays_and_lists():
     """The statement asks for "a matrix D and a vector c", not tensors; the old checker refused
     NumPy arrays and lists (referee ch04-07-a r6, C)."""
     assert check_sigmoid_flip(-np.eye(3), np.ones(3)) is None
-    assert check_sigmoid_flip([[-1.0, 0.0], [0.0, -1.0]], [1, 1]) is None
+    assert check_sigmoid_flip([[-1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, -1.0]],
+                              [1, 1, 1]) is None
     with pytest.raises(ExerciseError, match="does not depend"):
         check_sigmoid_flip(-np.eye(3), np.zeros(3))
+
+
+def test_sigmoid_flip_wants_three_units():
+    """The exercise asks for n = 3 units; the old checker took n from len(c) and accepted
+    answers of any size (referee ch04-07-b r7, C)."""
+    for D, c in (([[-1.0]], [1.0]), (-np.eye(2), np.ones(2)), (-np.eye(4), np.ones(4))):
+        with pytest.raises(ExerciseError, match=r"\(3, 3\)"):
+            check_sigmoid_flip(D, c)
 
 
 def test_bypass_weights():
