@@ -25,10 +25,7 @@ PENDING_MODULES: set[str] = {
     "train.py",
     "actions.py",
     "experiments/gcnn_barrier.py",
-    # not split yet (issue #24): the filter search and the parts of the CIFAR experiment, the
-    # experiment protocol, the Colab variants of the chapters
-    "experiments/cifar_mlp.py",
-    "experiments/protocol.py",
+    # not split yet (issue #24): the Colab variants of the chapters
     "widgets/colab.py",
 }
 
