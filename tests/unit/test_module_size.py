@@ -25,8 +25,6 @@ PENDING_MODULES: set[str] = {
     "train.py",
     "actions.py",
     "experiments/gcnn_barrier.py",
-    # not split yet (issue #24): the Colab variants of the chapters
-    "widgets/colab.py",
 }
 
 # Functions still over MAX_FUNCTION_LINES, as "path:qualified name" (path relative to eqlib/).
