@@ -1,6 +1,6 @@
 """Benchmark of the attention recovery's per-head change-of-basis fit, old and new side by side.
 
-``eqlib.latent.attention._fit_partner_basis`` finds, per head, the C (d × d) with
+``eqlib.latent.attention.recover._fit_partner_basis`` finds, per head, the C (d × d) with
 W1 C = W1g and W2 C^{-ᵀ} = W2g (the A_h, B_h of :func:`recover_attention_action`). The
 old solve (kept as ``_fit_partner_basis_dense``) takes a dense SVD of the Kronecker
 system, (m + p) d rows × d² columns in float64: O((m + p) d⁵) time and (m + p) d³ memory
@@ -28,7 +28,7 @@ import time
 
 import torch
 
-from eqlib.latent.attention import _fit_partner_basis, _fit_partner_basis_dense
+from eqlib.latent.attention.recover import _fit_partner_basis, _fit_partner_basis_dense
 from eqlib.symmetries import random_invertible
 
 

@@ -14,7 +14,8 @@ and gets from here
   every experiment (``--budget``, ``--device``, ``--seed``/``--seeds``, ``--set``,
   ``--parts``, ``--out`` (checked writable before any work), ``--progress/--no-progress``,
   ``--no-download``, ``--data``),
-- :func:`write_json`: the JSON of numbers, written atomically,
+- :func:`write_json`: the JSON of numbers, written atomically (with :func:`strict_json` and
+  :func:`load_json` it lives in :mod:`eqlib.experiments.records`),
 - :func:`write_outputs`: the JSON and the figures of a run, staged beside ``--out`` and
   moved in at once (:func:`staged_outputs`; nothing is lost when the move fails),
 - :func:`text_table`: the plain-text summary table a command line prints at the end,
@@ -29,7 +30,6 @@ import argparse
 import contextlib
 import dataclasses
 import errno
-import json
 import math
 import os
 import re
@@ -41,8 +41,8 @@ from typing import Any, TypeVar
 
 from ..budget import budget as select_budget
 from ..budget import budget_choices
-from ..io import atomic_write
 from . import writable_folder
+from .records import NONFINITE_KEY, load_json, strict_json, write_json
 
 __all__ = ["settings", "settings_dict", "parse_setting", "parse_settings", "parse_seeds",
            "build_parser", "parse_args", "write_json", "strict_json", "load_json", "check_recorded",
@@ -379,161 +379,6 @@ def _default_outputs(prog: str, args: argparse.Namespace) -> list[str]:
     else:
         names.append(output_name(stem, args.budget, args.seed))
     return names
-
-
-#: the key under which :func:`write_json` notes the non-finite numbers it wrote as ``null``
-NONFINITE_KEY = "nonfinite"
-_NONFINITE_TEXT = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
-
-
-def _pointer(parts: Sequence[Any]) -> str:
-    """The JSON pointer (RFC 6901) of a path: ``/networks/tanh/loss/3``."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
-def _strict(obj: Any, parts: tuple, notes: dict[str, str]) -> Any:
-    """``obj`` with NaN/±inf replaced by None (noted in ``notes`` by JSON pointer), tuples as
-    lists and numpy/torch scalars as Python numbers."""
-    if isinstance(obj, bool) or obj is None or isinstance(obj, (str, int)):
-        return obj
-    if isinstance(obj, float):
-        if math.isfinite(obj):
-            return obj
-        notes[_pointer(parts)] = "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
-        return None
-    if isinstance(obj, Mapping):
-        out = {}
-        for k, v in obj.items():
-            if not isinstance(k, str):
-                raise TypeError(f"write_json: key {k!r} at {_pointer(parts) or '/'} is a {type(k).__name__}, "
-                                "not a str")
-            out[k] = _strict(v, parts + (k,), notes)
-        return out
-    if isinstance(obj, (list, tuple)):
-        return [_strict(v, parts + (i,), notes) for i, v in enumerate(obj)]
-    item = getattr(obj, "item", None)  # numpy / torch scalars
-    if callable(item) and (getattr(obj, "ndim", None) == 0 or type(obj).__module__ == "numpy"):
-        try:
-            return _strict(item(), parts, notes)
-        except (TypeError, ValueError):
-            pass
-    raise TypeError(f"write_json: {type(obj).__name__} at {_pointer(parts) or '/'} is not a JSON value")
-
-
-def strict_json(obj: Any, indent: int | None = 1) -> str:
-    """``obj`` as strict JSON text (RFC 8259: no ``NaN``/``Infinity`` tokens). Each non-finite
-    number is written as ``null`` and noted under the top-level key ``"nonfinite"``:
-    ``{"/networks/tanh/loss/3": "NaN", ...}`` (JSON pointers), which :func:`load_json`
-    reads back, so a record round-trips exactly and strict parsers accept it.
-
-    Raises:
-        TypeError: for a value that is not JSON (naming where it is).
-        ValueError: for non-finite numbers in a top level that is not a dict, or a dict
-            that already has the key ``"nonfinite"``.
-
-    Chapters: Part III, *Experiments*.
-    """
-    notes: dict[str, str] = {}
-    plain = _strict(obj, (), notes)
-    if notes:
-        if not isinstance(plain, dict):
-            raise ValueError(f"write_json: non-finite numbers at {sorted(notes)} need a dict at the top "
-                             "level to note them")
-        if NONFINITE_KEY in plain:
-            raise ValueError(f"write_json: the record already has a key {NONFINITE_KEY!r}, where the "
-                             "non-finite numbers are noted")
-        plain[NONFINITE_KEY] = notes
-    return json.dumps(plain, indent=indent, allow_nan=False)
-
-
-def _restore_nonfinite(record: dict[str, Any], where: str) -> dict[str, Any]:
-    notes = record.pop(NONFINITE_KEY, None)
-    if notes is None:
-        return record
-    if not isinstance(notes, dict):
-        raise ValueError(f"{where}: {NONFINITE_KEY!r} must map JSON pointers to NaN/Infinity/-Infinity")
-    for pointer, text in notes.items():
-        if text not in _NONFINITE_TEXT or not isinstance(pointer, str) or not pointer.startswith("/"):
-            raise ValueError(f"{where}: bad {NONFINITE_KEY!r} entry {pointer!r}: {text!r}")
-        parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer[1:].split("/")]
-        node: Any = record
-        try:
-            for p in parts[:-1]:
-                node = node[int(p)] if isinstance(node, list) else node[p]
-            last = int(parts[-1]) if isinstance(node, list) else parts[-1]
-            if node[last] is not None:
-                raise KeyError(pointer)
-            node[last] = _NONFINITE_TEXT[text]
-        except (KeyError, IndexError, ValueError, TypeError):
-            raise ValueError(f"{where}: {NONFINITE_KEY!r} names {pointer!r}, which is not a null of the "
-                             "record") from None
-    return record
-
-
-def write_json(path: str | os.PathLike, obj: Any) -> Path:
-    """Write ``obj`` as indented strict JSON (:func:`strict_json`: NaN and ±inf become
-    ``null`` plus a note) to ``path`` atomically (:func:`eqlib.io.atomic_write`): a crash
-    leaves the old file or none, never half a file. Numpy/torch scalars are written as
-    numbers.
-
-    Nothing is lost when the target cannot take it (it is a folder, the folder turned
-    read-only, the disk is full): the JSON is then written to a new folder
-    ``eqlib-rescue-*`` beside the target's folder (else in the system's temporary folder),
-    and an ``OSError`` names both places.
-
-    Chapters: Part III, *Experiments*.
-    """
-    path = Path(path)
-    text = strict_json(obj)
-    try:
-        if path.is_dir():
-            raise IsADirectoryError(errno.EISDIR, "the target is a folder", str(path))
-        return atomic_write(path, lambda f: f.write(text.encode()))
-    except OSError as exc:
-        rescued = _rescue(path, text.encode())
-        where = (f"the JSON is saved instead at {str(rescued)!r}" if rescued
-                 else "the JSON could not be saved elsewhere either")
-        raise OSError(exc.errno, f"could not write {str(path)!r} ({exc.strerror or exc}); {where}") from exc
-
-
-def _rescue(path: Path, data: bytes) -> Path | None:
-    """Write ``data`` to ``eqlib-rescue-*/<name>`` beside ``path``'s folder, else in the
-    system's temporary folder; the written path, or None."""
-    for parent in (path.parent.parent, None):
-        try:
-            folder = Path(tempfile.mkdtemp(prefix="eqlib-rescue-", dir=parent))
-            return atomic_write(folder / path.name, lambda f: f.write(data))
-        except OSError:
-            continue
-    return None
-
-
-def load_json(path: str | os.PathLike, required: Sequence[str] = ("settings",)) -> dict[str, Any]:
-    """Read a results JSON written by an experiment (the non-finite numbers that
-    :func:`write_json` noted are put back; older records with ``NaN`` tokens still load).
-
-    Raises:
-        FileNotFoundError: naming the path and how to make the file.
-        ValueError: when the file is not JSON or lacks one of ``required`` keys.
-
-    Chapters: Part III, *Experiments*.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no results file {str(path)!r}; run the experiment's command "
-                                "line with --out pointing at its folder")
-    try:
-        record = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{str(path)!r} is not a results JSON ({exc})") from None
-    if not isinstance(record, dict):
-        raise ValueError(f"{str(path)!r} is not a results JSON (top level is "
-                         f"{type(record).__name__})")
-    record = _restore_nonfinite(record, repr(str(path)))
-    missing = [k for k in required if k not in record]
-    if missing:
-        raise ValueError(f"{str(path)!r} lacks {missing}; was it written by this experiment?")
-    return record
 
 
 # --------------------------------------------------------------------------- outputs

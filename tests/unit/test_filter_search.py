@@ -1,4 +1,4 @@
-"""The filter search of chapter 11 (``eqlib.experiments.cifar_mlp.filter_search``) at a tiny
+"""The filter search of chapter 11 (``eqlib.experiments.filter_search``) at a tiny
 size on synthetic images, its summary and its bad-input errors, and the recorded search."""
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from eqlib.data import CIFAR10
-from eqlib.experiments import cifar_mlp as E
+from eqlib.experiments import cifar_mlp
+from eqlib.experiments import filter_search as E
 
 RECORD = Path(__file__).resolve().parents[2] / "book" / "part3" / "recorded" / "cifar_mlp_search.json"
 TINY = E.SearchSettings(n_train=60, n_test=40, hidden=(12, 8, 8), epochs=2, batch_size=32,
@@ -178,15 +179,47 @@ def test_recorded_search_is_complete_and_consistent():
 
 
 def test_command_line_search_writes_record_and_figures(tmp_path, monkeypatch):
-    """``--parts search`` at a tiny size: the record (with the command) and the figures."""
+    """``cifar_mlp --parts search`` (the recorded scale) at a tiny size: the record (with
+    the command) and the figures."""
     train, test = _fake(80), _fake(40, seed=1, split="test")
-    monkeypatch.setattr(E, "load_data", lambda *a, **k: (train, test))
+    monkeypatch.setattr(cifar_mlp, "load_data", lambda *a, **k: (train, test))
     monkeypatch.setattr(E, "SEARCH_VARIANTS", {"base": {}, "decay": {"first_weight_decay": 5.0}})
-    search = E.filter_search
-    monkeypatch.setattr(E, "filter_search", lambda *a, **k: search(*a, base=TINY, **k))
-    found = E.main(["--parts", "search", "--seeds", "0,1", "--out", str(tmp_path)])
+    monkeypatch.setitem(E.SEARCH_BUDGETS, "full", TINY)
+    found = cifar_mlp.main(["--parts", "search", "--seeds", "0,1", "--out", str(tmp_path)])
     rec = E.load_search(tmp_path / "cifar_mlp_search.json")
     assert rec["command"].endswith("--parts search --seeds 0,1 --out " + str(tmp_path))
     assert rec["summary"] == json.loads(json.dumps(found["summary"]))
     assert sorted(rec["summary"]["base"]["seeds"]) == [0, 1]
     assert (tmp_path / "cifar_mlp_search_filters_0.png").stat().st_size > 1000
+
+
+def test_search_command_line_honours_budget_and_set(tmp_path, monkeypatch):
+    """``python -m eqlib.experiments.filter_search``: ``--budget`` picks the settings,
+    every ``--set`` reaches them (recorded in ``base``), ``--variants`` picks the variants."""
+    train, test = _fake(80), _fake(40, seed=1, split="test")
+    monkeypatch.setattr(E, "load_search_data", lambda *a, **k: (train, test))
+    sets = [f"{k}={v}" for k, v in (("n_train", 60), ("n_test", 40), ("hidden", "12,8,8"), ("epochs", 2),
+                                    ("batch_size", 32), ("probes", 100), ("subspace_k", 16),
+                                    ("first_norm", 1.0))]
+    argv = ["--budget", "laptop", "--seeds", "0,1", "--out", str(tmp_path),
+            "--variants", "chapter's protocol;init ×1", *[a for s in sets for a in ("--set", s)]]
+    found = E.main(argv)
+    rec = E.load_search(tmp_path / "filter_search_laptop.json")
+    want = dataclasses.replace(E.settings("laptop"), n_train=60, n_test=40, hidden=(12, 8, 8), epochs=2,
+                               batch_size=32, probes=100, subspace_k=16, first_norm=1.0)
+    assert rec["base"] == json.loads(json.dumps(dataclasses.asdict(want)))
+    assert rec["budget"] == "laptop" and list(rec["variants"]) == ["chapter's protocol", "init ×1"]
+    assert rec["summary"] == json.loads(json.dumps(found["summary"]))
+    assert rec["command"].startswith("python -m eqlib.experiments.filter_search --budget laptop")
+    assert (tmp_path / "filter_search_laptop_filters_0.png").stat().st_size > 1000
+    with pytest.raises(SystemExit):
+        E.main(["--variants", "no such variant", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        E.main(["--set", "no_such_field=1", "--out", str(tmp_path)])
+
+
+def test_cifar_mlp_still_exports_the_search():
+    """The chapter reads the search through ``cifar_mlp`` (``E.SearchSettings``, ...)."""
+    for name in ("SearchSettings", "SEARCH_VARIANTS", "SEARCH_KEYS", "filter_search", "search_summary",
+                 "search_figures", "search_html", "load_search"):
+        assert getattr(cifar_mlp, name) is getattr(E, name)

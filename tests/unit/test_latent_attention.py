@@ -533,7 +533,7 @@ def test_structured_partner_basis_matches_the_dense_solve(case, seed):
     """The Sylvester/SVD solve returns the dense Kronecker SVD's C (the same minimum-norm
     solution, the same free directions and candidates on degenerate heads) and the same
     residual, to rounding."""
-    from eqlib.latent.attention import _fit_partner_basis, _fit_partner_basis_dense
+    from eqlib.latent.attention.recover import _fit_partner_basis, _fit_partner_basis_dense
 
     H, m, p, d, ranks, noise = PARTNER_CASES[case]
     args, _ = _partner_system(seed, H, m, p, d, ranks, noise)
@@ -550,7 +550,7 @@ def test_structured_partner_basis_returns_the_planted_basis(seed):
     """A unique solution (full-rank heads) is the planted C, at the sizes the CIFAR
     attention test uses (d_in = 192, d_k = 48), where the dense system would need
     18,432 × 2,304 float64 per head."""
-    from eqlib.latent.attention import _fit_partner_basis
+    from eqlib.latent.attention.recover import _fit_partner_basis
 
     args, C_true = _partner_system(seed, 2, 192, 192, 48)
     C, err = _fit_partner_basis(*(a.float() for a in args))
@@ -561,7 +561,7 @@ def test_structured_partner_basis_returns_the_planted_basis(seed):
 def test_partner_basis_degenerate_edge_cases_agree_with_the_dense_solve():
     """All-zero factors (everything free: I is chosen, as before); a system whose only
     solution is singular (reported ∞ by both); and bad shapes (ValueError)."""
-    from eqlib.latent.attention import _fit_partner_basis, _fit_partner_basis_dense
+    from eqlib.latent.attention.recover import _fit_partner_basis, _fit_partner_basis_dense
 
     z = torch.zeros(1, 3, 4, dtype=torch.float64)
     for fit in (_fit_partner_basis, _fit_partner_basis_dense):
@@ -584,7 +584,7 @@ def test_partner_basis_degenerate_edge_cases_agree_with_the_dense_solve():
 def test_recovery_is_unchanged_by_the_structured_solve(seed, monkeypatch):
     """The whole recovery, with the dense solver swapped in, gives the same E_h, F_h and
     residuals, on planted layers and on a layer with a degenerate head."""
-    import eqlib.latent.attention as attention
+    import eqlib.latent.attention.recover as attention
 
     act = patch_mirror_action(SHAPE, PATCH)
     planted = plant_attention_equivariant(act, np.array([[0, 1, 2, 3], [1, 0, 2, 3]]), d_k=4, d_v=4, seed=seed)

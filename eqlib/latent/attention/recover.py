@@ -1,229 +1,33 @@
-"""Latent actions of multi-head attention: which head and which token goes where.
+"""Recovering the latent action of G on attention layers: head matching and bases.
 
-A group G acts on token sequences X ∈ R^{n×d} by permuting tokens and, optionally,
-acting linearly on each token's features: ``g·X = Π_g X R_gᵀ`` (mirroring an image cut
-into patches permutes the patches *and* mirrors the pixels inside each patch). For one
-multi-head attention layer with positional encodings P the adjunction moves g onto the
-parameters (our derivation, checked in the tests):
-
-.. math:: g\\cdot\\theta = (R_g^{-\\top} W_Q^h,\\; R_g^{-\\top} W_K^h,\\; R_g^{-\\top} W_V^h,\\;
-          W_O^h U_g^\\top,\\; \\Pi_g P R_g^\\top),
-
-and f(·; g·θ) = g·f(g^{-1}·(·); θ), where U_g acts on the output features. So f is
-G-equivariant iff f(·; g·θ) = f(·; θ) for every g; for θ identifiable up to head
-symmetries this means g·θ = ξ_g·θ for a unique head symmetry ξ_g: a head permutation τ_g
-with per-head changes of basis E_h (query–key) and F_h (value–output), and
-Π_g P R_gᵀ = P (the positional encodings must be equivariant). The head products Q^h = W_Q^h W_K^{hᵀ} and
-O^h = W_V^h W_O^h do not see E_h, F_h, so τ_g is found by matching transported products
-to the original ones (:func:`scipy.optimize.linear_sum_assignment`). Convention: head
-τ_g(h) on g·X does what head h does on X,
-``attention_maps(g·X)[τ_g(h)] = Π_g attention_maps(X)[h] Π_gᵀ``.
+The adjunction moves g onto the parameters (:func:`transport_parameters`); heads are
+matched by their products (:func:`head_products`, :func:`match_heads`), the per-head
+changes of basis are fitted jointly for each (query, key) and (value, output) pair, and
+heads and tokens are matched again from the activations
+(:func:`recover_token_permutation`). :func:`recover_attention_action` does all of it for
+one layer and :func:`recover_attention_network` layer by layer.
 
 Chapter: *Attention* (book/part2/08_attention).
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from ..actions import (Action, MatrixAction, PermutationAction, check_homomorphism,
-                       equivariance_residual)
-from ..groups import FiniteGroup, GroupElement, flip
-from ..models.attention import AttentionNetwork, MultiHeadAttention
-from ..models.base import Model
-from ..validation import check_bool, check_float, check_int, check_shape, check_tensor, show
-from ..symmetries import random_invertible, apply_attention_symmetry, sample_attention_symmetry
-from .result import MonomialAction
+from ...actions import Action, MatrixAction, equivariance_residual
+from ...groups import FiniteGroup, GroupElement
+from ...models.attention import AttentionNetwork, MultiHeadAttention
+from ...models.base import Model
+from ...validation import check_float, check_tensor, show
+from .tokens import ByElement, TokenAction, _permutation_homomorphism_error
 
-__all__ = [
-    "TokenAction",
-    "patch_mirror_action",
-    "patchify",
-    "unpatchify",
-    "head_products",
-    "transport_parameters",
-    "match_heads",
-    "recover_token_permutation",
-    "AttentionLatentAction",
-    "ByElement",
-    "recover_attention_action",
-    "recover_attention_network",
-    "hide_attention_network",
-    "PlantedAttention",
-    "plant_attention_equivariant",
-]
+__all__ = ["head_products", "transport_parameters", "match_heads", "recover_token_permutation",
+           "AttentionLatentAction", "recover_attention_action", "recover_attention_network"]
 
 Tensor = torch.Tensor
-
-
-def _permutation_homomorphism_error(group: FiniteGroup, perms: np.ndarray) -> float:
-    """:func:`eqlib.actions.check_homomorphism` of g ↦ (i moves to perms[g][i]); 0 iff
-    perms[a·b] = perms[a] ∘ perms[b] for all a, b (permutations compose exactly)."""
-    inv = torch.as_tensor(np.argsort(np.asarray(perms), axis=1))  # (k z)_j = z_{perm^{-1}(j)}
-    return check_homomorphism(MonomialAction(group, inv, torch.ones(inv.shape)))
-
-
-class ByElement(dict):
-    """A dict keyed by group elements that also looks elements up by name.
-
-    ``d[g]`` and ``d[g.name]`` give the same value; iteration yields the elements.
-
-    Chapter: *Attention* (book/part2/08_attention).
-    """
-
-    def __init__(self, group: FiniteGroup, items=()):
-        super().__init__()
-        self.group = group
-        for key, value in dict(items).items():
-            self[key] = value
-
-    def _key(self, key):
-        return self.group[key] if isinstance(key, str) else key
-
-    def __getitem__(self, key):
-        return super().__getitem__(self._key(key))
-
-    def __setitem__(self, key, value):
-        key = self._key(key)
-        if not isinstance(key, GroupElement) or key.group != self.group:
-            raise TypeError(f"keys must be elements of {self.group.name} (or their names), got {key!r}")
-        super().__setitem__(key, value)
-
-    def __contains__(self, key) -> bool:
-        try:
-            return super().__contains__(self._key(key))
-        except KeyError:
-            return False
-
-    def get(self, key, default=None):
-        return self[key] if key in self else default
-
-
-# -- actions on token sequences -------------------------------------------------------
-class TokenAction(Action):
-    """G acting on token sequences (n, d) by ``g·X = Π_g X R_gᵀ``.
-
-    Args:
-        group: a permutation group of the n token positions (it must carry
-            ``permutations``, as :func:`~eqlib.groups.symmetric` and
-            :func:`~eqlib.groups.from_permutations` give); token i moves to position g(i).
-        feature_action: an :class:`~eqlib.actions.Action` of the same group on R^d
-            acting on every token's features, or None for the trivial one.
-        token_dim: d, needed when ``feature_action`` is None.
-        token_perms: optional (``|G|``, n) array overriding ``group.permutations`` (for a
-            group such as :func:`~eqlib.groups.flip` that acts on tokens through a
-            homomorphism into S_n).
-
-    Chapter: *Attention* (book/part2/08_attention).
-    """
-
-    def __init__(self, group: FiniteGroup, feature_action: Action | None = None, token_dim: int | None = None,
-                 token_perms: np.ndarray | None = None):
-        perms = token_perms if token_perms is not None else getattr(group, "permutations", None)
-        if perms is None:
-            raise ValueError(f"{group.name} carries no token permutations; pass token_perms of shape (|G|, n)")
-        perms = np.asarray(perms, dtype=np.int64)
-        if perms.ndim != 2 or perms.shape[0] != group.order:
-            raise ValueError(f"token_perms must have shape ({group.order}, n), got {perms.shape}")
-        if feature_action is not None and feature_action.group != group:
-            raise ValueError("the feature action must be an action of the same group")
-        if feature_action is None and token_dim is None:
-            raise ValueError("give a feature_action or the token_dim of a trivial feature action")
-        self.group = group
-        self.perms = perms
-        self.inv = np.argsort(perms, axis=1)
-        self.n_tokens = perms.shape[1]
-        self.token_dim = feature_action.dim if feature_action is not None else check_int("token_dim", token_dim, 1)
-        self.feature_action = feature_action
-        self.dim = self.n_tokens * self.token_dim
-        self.shape = (self.n_tokens, self.token_dim)
-        # a homomorphism check on the token part (the feature part is an Action already)
-        if _permutation_homomorphism_error(group, perms) != 0:
-            raise ValueError("token_perms is not a homomorphism: perm(a·b) ≠ perm(a)∘perm(b) for some a, b")
-
-    def token_permutation(self, g: GroupElement) -> np.ndarray:
-        """π_g as an array: token i moves to position π_g[i]."""
-        return self.perms[self._check(g)].copy()
-
-    def permute_tokens(self, g: GroupElement, x: Tensor) -> Tensor:
-        """Π_g X: tokens only (axis -2), features untouched."""
-        return x[..., torch.as_tensor(self.inv[self._check(g)], device=x.device), :]
-
-    def feature_matrix(self, g: GroupElement) -> Tensor:
-        """R_g, shape (d, d)."""
-        if self.feature_action is None:
-            self._check(g)
-            return torch.eye(self.token_dim)
-        return self.feature_action.matrix(g)
-
-    def act(self, g: GroupElement, x: Tensor) -> Tensor:
-        if tuple(x.shape[-2:]) != self.shape:
-            if x.shape[-1] == self.dim:  # flat vectors (as Action.matrix uses)
-                return self.act(g, x.reshape(*x.shape[:-1], *self.shape)).reshape(x.shape)
-            raise ValueError(f"TokenAction acts on (..., {self.n_tokens}, {self.token_dim}), got {tuple(x.shape)}")
-        y = self.permute_tokens(g, x)
-        if self.feature_action is not None:
-            y = self.feature_action.act(g, y)
-        return y
-
-
-def patchify(images: Tensor, patch: int) -> Tensor:
-    """Cut images (N, C, H, W) into tokens (N, (H/p)(W/p), C p p), row-major over the grid.
-
-    Chapter: *Attention*.
-    """
-    check_tensor("images", images, ndim=4)
-    patch = check_int("patch", patch, 1)
-    N, C, H, W = images.shape
-    if H % patch or W % patch:
-        raise ValueError(f"image size {H}×{W} is not a multiple of the patch size {patch}")
-    x = images.reshape(N, C, H // patch, patch, W // patch, patch)
-    return x.permute(0, 2, 4, 1, 3, 5).reshape(N, (H // patch) * (W // patch), C * patch * patch)
-
-
-def unpatchify(tokens: Tensor, shape: tuple[int, int, int], patch: int) -> Tensor:
-    """Inverse of :func:`patchify`: tokens (N, n, C p p) → images (N, C, H, W).
-
-    Chapter: *Attention*.
-    """
-    C, H, W = check_shape("shape", shape, 3)
-    patch = check_int("patch", patch, 1)
-    check_tensor("tokens", tokens, ndim=3)
-    if H % patch or W % patch:
-        raise ValueError(f"image size {H}×{W} is not a multiple of the patch size {patch}")
-    want = ((H // patch) * (W // patch), C * patch * patch)
-    if tuple(tokens.shape[1:]) != want:
-        raise ValueError(f"tokens must have shape (N, {want[0]}, {want[1]}) for images {tuple(shape)} and patch "
-                         f"{patch}, got {tuple(tokens.shape)}")
-    N = tokens.shape[0]
-    x = tokens.reshape(N, H // patch, W // patch, C, patch, patch)
-    return x.permute(0, 3, 1, 4, 2, 5).reshape(N, C, H, W)
-
-
-def patch_mirror_action(shape: tuple[int, int, int], patch: int) -> TokenAction:
-    """The horizontal mirror Z2 acting on patch tokens of images of ``shape`` (C, H, W).
-
-    Mirroring the image permutes the patches (column j ↔ last − j of the grid) and
-    mirrors the pixels inside each patch, so that
-    ``patchify(flip(x)) = action.act(m, patchify(x))``.
-
-    Chapter: *Attention*.
-    """
-    C, H, W = shape
-    if H % patch or W % patch:
-        raise ValueError(f"image size {H}×{W} is not a multiple of the patch size {patch}")
-    gh, gw = H // patch, W // patch
-    G = flip()
-    grid = np.arange(gh * gw).reshape(gh, gw)
-    token_perms = np.stack([grid.reshape(-1), grid[:, ::-1].reshape(-1)])  # an involution: its own inverse
-    pix = torch.arange(C * patch * patch).reshape(C, patch, patch)
-    mirrored = torch.flip(pix, dims=(-1,)).reshape(-1).numpy()
-    feat = PermutationAction.from_generators(G, {G["m"]: mirrored})
-    return TokenAction(G, feat, token_perms=token_perms)
 
 
 # -- parameters -----------------------------------------------------------------------
@@ -706,7 +510,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
 
     Args:
         layer: a MultiHeadAttention layer (or a depth-1 AttentionNetwork).
-        action_in: how G acts on input tokens (see :class:`TokenAction`).
+        action_in: how G acts on input tokens (see :class:`~eqlib.latent.attention.TokenAction`).
         x: probe inputs (N, n, d_in).
         out_features: the action of G on output features (default: the input feature
             action when the layer keeps the token dimension, as in an autoencoder, else
@@ -847,193 +651,3 @@ def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, out
             h = layer(h)
             act = TokenAction(G, feat, token_perms=action_in.perms)
     return results
-
-
-def hide_attention_network(net: Model, seed: int = 0, log_scale: float = 0.5,
-                           heads: bool = True) -> tuple[Model, list[Tensor]]:
-    """A copy of a stack of attention layers hidden by a random parameter symmetry.
-
-    Every layer gets a random attention symmetry (head permutation and per-head bases,
-    :func:`eqlib.symmetries.sample_attention_symmetry`), and every intermediate space
-    V_i = R^{n×d_i} a random change of feature basis M_i ∈ GL(d_i):
-    W_O^{(i)} ↦ W_O^{(i)} M_iᵀ in layer i and W_{Q,K,V}^{(i+1)} ↦ M_i^{-ᵀ} W_{Q,K,V}^{(i+1)},
-    P_{i+1} ↦ P_{i+1} M_iᵀ in layer i+1. The function does not change; a feature action
-    U_g on V_i becomes M_i U_g M_i^{-1}.
-
-    Args:
-        net: a Model of MultiHeadAttention layers.
-        seed: seed of everything random.
-        log_scale: the singular values of M_i lie in [e^{-log_scale}, e^{log_scale}].
-        heads: also apply the per-layer attention symmetries (False: only the M_i).
-
-    Returns:
-        (hidden network, [M_1, …, M_{L-1}]).
-
-    Chapter: *Attention* (book/part2/08_attention).
-    """
-    check_bool("heads", heads)
-    check_float("log_scale", log_scale, 0.0, 80.0)
-    layers = list(net.layers) if isinstance(net, Model) else None
-    if not layers or not all(isinstance(l, MultiHeadAttention) for l in layers):
-        raise TypeError("net must be a Model whose layers are all MultiHeadAttention layers")
-    gen = torch.Generator().manual_seed(int(seed))
-    new = [apply_attention_symmetry(l, sample_attention_symmetry(l, seed=gen)) if heads else copy.deepcopy(l)
-           for l in layers]
-    Ms = []
-    with torch.no_grad():
-        for i in range(len(new) - 1):
-            d = new[i].out_shape[1]
-            M = random_invertible(1, d, gen, log_scale)[0]
-            Mit = torch.linalg.inv(M).T
-            new[i].W_O.copy_(new[i].W_O @ M.T)
-            for name in ("W_Q", "W_K", "W_V"):
-                getattr(new[i + 1], name).copy_(Mit @ getattr(new[i + 1], name))
-            if new[i + 1].P is not None:
-                new[i + 1].P.copy_(new[i + 1].P @ M.T)
-            Ms.append(M)
-    return Model([copy.deepcopy(l) for l in new]), Ms
-
-
-# -- planting -------------------------------------------------------------------------
-@dataclass
-class PlantedAttention:
-    """A planted equivariant attention layer.
-
-    Attributes:
-        layer: the layer (hidden by a random attention symmetry when ``hidden``).
-        head_perm: {g: τ_g} of the returned layer (conjugated by the hiding
-            symmetry's head permutation), a ``ByElement`` mapping (names work too).
-        action_in: the input action; out_features: the output feature action.
-        hidden: whether a random attention symmetry was applied.
-
-    Chapter: *Attention*.
-    """
-
-    layer: MultiHeadAttention
-    head_perm: dict[str, np.ndarray]
-    action_in: TokenAction
-    out_features: Action | None
-    hidden: bool
-
-    def __post_init__(self):
-        self.head_perm = ByElement(self.action_in.group, self.head_perm)
-
-
-def _regular_block(stab: list[GroupElement], s: GroupElement, dim: int) -> Tensor:
-    """s acting on R^dim by copies of the regular representation of the stabilizer
-    (columns indexed by stabilizer elements), the leftover columns fixed."""
-    k = len(stab)
-    M = torch.eye(dim)
-    pos = {t.index: i for i, t in enumerate(stab)}
-    for c in range(dim // k):
-        block = torch.zeros(k, k)
-        for i, t in enumerate(stab):
-            block[pos[(s @ t).index], i] = 1.0
-        M[c * k:(c + 1) * k, c * k:(c + 1) * k] = block
-    return M
-
-
-def _most_rank(*candidates: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
-    """The first pair of factors with the largest total rank (ties: the earlier one)."""
-    ranks = [sum(int(torch.linalg.matrix_rank(w)) for w in pair) for pair in candidates]
-    return candidates[int(np.argmax(ranks))]
-
-
-def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray | dict, d_out: int | None = None,
-                                out_features: Action | None = None, d_k: int = 4, d_v: int = 4,
-                                positional: bool = True, hide: bool = True, seed: int = 0) -> PlantedAttention:
-    """An attention layer that is G-equivariant with a chosen head permutation, then hidden.
-
-    Heads are built orbit by orbit: for a representative h0 with stabilizer G_{h0},
-    W^{h0} is averaged so that s·W^{h0} = W^{h0} A_s, with A a sum of regular
-    representations of G_{h0} or trivial (A_s = I), whichever leaves the factors more
-    rank (with R_s = I the regular one would force rank < d_k, a degenerate head); then
-    head τ_g(h0) := g·(head h0). P is averaged to Π_g P R_gᵀ = P. With
-    ``hide``, a random attention symmetry (head permutation and per-head GL changes,
-    :func:`eqlib.symmetries.sample_attention_symmetry`) is applied, which conjugates
-    the planted head permutation.
-
-    Args:
-        action_in: how G acts on input tokens.
-        head_perms: τ as an array (``|G|``, H) (row g: head h → τ_g(h)) or {g: τ_g}; must
-            be a homomorphism G → S_H.
-        d_out: output token dimension (default: the input's, as in an autoencoder).
-        out_features: the action on output features (default: the input feature action
-            when d_out equals the input dimension and one is given, else trivial).
-        d_k, d_v: per-head query/key and value dimensions.
-        positional: whether the layer has positional encodings.
-        hide: apply a random attention symmetry afterwards.
-        seed: seed of everything random.
-
-    Raises:
-        ValueError: if head_perms is not a homomorphism, or the shapes do not fit.
-
-    Chapter: *Attention* (book/part2/08_attention).
-    """
-    check_bool("positional", positional), check_bool("hide", hide)
-    G = action_in.group
-    if isinstance(head_perms, dict):
-        head_perms = np.stack([np.asarray(head_perms[g] if g in head_perms else head_perms[g.name]) for g in G])
-    tau = np.asarray(head_perms, dtype=np.int64)
-    if tau.ndim != 2 or tau.shape[0] != G.order:
-        raise ValueError(f"head_perms must have shape ({G.order}, H), got {tau.shape}")
-    H = tau.shape[1]
-    if not all(sorted(row) == list(range(H)) for row in tau.tolist()):
-        raise ValueError("every row of head_perms must be a permutation of the heads")
-    if _permutation_homomorphism_error(G, tau) != 0:
-        raise ValueError("head_perms is not a homomorphism: τ(a·b) ≠ τ(a)∘τ(b) for some a, b")
-    n, d_in = action_in.n_tokens, action_in.token_dim
-    d_out = d_in if d_out is None else int(d_out)
-    if out_features is None and d_out == d_in and action_in.feature_action is not None:
-        out_features = action_in.feature_action
-    if out_features is not None and (out_features.dim != d_out or out_features.group != G):
-        raise ValueError(f"out_features must be an action of {G.name} on R^{d_out}")
-    gen = torch.Generator().manual_seed(int(seed))
-    layer = MultiHeadAttention(n, d_in, d_out, H, d_k, d_v, positional, gen)
-    R = {g.index: action_in.feature_matrix(g) for g in G}
-    Rit = {i: torch.linalg.inv(m).T for i, m in R.items()}
-    S = {g.index: (out_features.matrix(g) if out_features is not None else torch.eye(d_out)) for g in G}
-    WQ, WK, WV, WO = (torch.zeros_like(p) for p in (layer.W_Q, layer.W_K, layer.W_V, layer.W_O))
-    done = np.zeros(H, dtype=bool)
-    with torch.no_grad():
-        for h0 in range(H):
-            if done[h0]:
-                continue
-            stab = [s for s in G if tau[s.index, h0] == h0]
-            q0, k0, v0, o0 = layer.W_Q[h0], layer.W_K[h0], layer.W_V[h0], layer.W_O[h0]
-            # twirls: s·W_Q = W_Q A_s, s·W_K = W_K A_s^{-T}, s·W_V = W_V B_s, W_O S_s^T = B_s^{-1} W_O,
-            # with A, B copies of the stabilizer's regular representation, or trivial (A_s = I) when
-            # that keeps more rank (e.g. R_s = I forces the regular twirl of W_Q to rank < d_k)
-            def twirl_qk(A):
-                return (sum(Rit[s.index] @ q0 @ torch.linalg.inv(a) for s, a in zip(stab, A)) / len(stab),
-                        sum(Rit[s.index] @ k0 @ a.T for s, a in zip(stab, A)) / len(stab))
-
-            def twirl_vo(B):
-                return (sum(Rit[s.index] @ v0 @ torch.linalg.inv(b) for s, b in zip(stab, B)) / len(stab),
-                        sum(torch.linalg.inv(b) @ o0 @ torch.linalg.inv(S[s.index]).T
-                            for s, b in zip(stab, B)) / len(stab))
-
-            q, k = _most_rank(twirl_qk([_regular_block(stab, s, d_k) for s in stab]),
-                              twirl_qk([torch.eye(d_k)] * len(stab)))
-            v, o = _most_rank(twirl_vo([_regular_block(stab, s, d_v) for s in stab]),
-                              twirl_vo([torch.eye(d_v)] * len(stab)))
-            for g in G:
-                h = int(tau[g.index, h0])
-                if done[h]:
-                    continue
-                WQ[h], WK[h], WV[h] = Rit[g.index] @ q, Rit[g.index] @ k, Rit[g.index] @ v
-                WO[h] = o @ S[g.index].T
-                done[h] = True
-        layer.W_Q.copy_(WQ), layer.W_K.copy_(WK), layer.W_V.copy_(WV), layer.W_O.copy_(WO)
-        if layer.P is not None:
-            P0 = layer.P.clone()
-            layer.P.copy_(sum(action_in.permute_tokens(g, P0) @ R[g.index].T for g in G) / G.order)
-    planted = {g: tau[g.index].copy() for g in G}
-    if hide:
-        sym = sample_attention_symmetry(layer, seed=int(seed) + 1)
-        layer = apply_attention_symmetry(layer, sym)
-        new_from_old = sym.perm.numpy()  # new head h is old head new_from_old[h]
-        slot = np.argsort(new_from_old)  # old head h sits in slot[h]
-        # τ'(slot[h]) = slot[τ(h)], i.e. τ' = slot ∘ τ ∘ slot^{-1}
-        planted = {g: slot[t[new_from_old]] for g, t in planted.items()}
-    return PlantedAttention(layer, planted, action_in, out_features, hide)

@@ -1,0 +1,623 @@
+"""The search for a training protocol under which the first-layer filters pair up.
+
+The Tanh autoencoder of *Reproducing the CIFAR-10 experiment*, trained under each variant
+of :data:`~eqlib.experiments.filter_search.SEARCH_VARIANTS` (changes to
+:class:`~eqlib.experiments.filter_search.SearchSettings`), its first-layer filters
+classified by mirror category and its first layer's linear-equivariance errors measured
+(:func:`~eqlib.experiments.filter_search.filter_search`, summarised over seeds by
+:func:`~eqlib.experiments.filter_search.search_summary`). Budgets
+(:data:`~eqlib.experiments.filter_search.SEARCH_BUDGETS`): ``full`` is the recorded search (the
+defaults of
+:class:`~eqlib.experiments.filter_search.SearchSettings`); ``laptop`` a smaller one. Command
+line (writes
+``filter_search_<budget>.json`` and figures of the filters)::
+
+    python -m eqlib.experiments.filter_search --budget full --seeds 0,1,2 --set epochs=20
+
+Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..analysis import filter_pairing, mirror_symmetric_spectrum, paired_latents, whitening
+from ..data import CIFAR10, load_cifar10, subset
+from ..latent import fit_linear_action
+from ..train import mirror_images, prepare_images
+from . import protocol
+from .cifar_setup import build_mlp
+
+__all__ = ["SearchSettings", "SEARCH_VARIANTS", "SEARCH_KEYS", "SEARCH_BUDGETS", "BUDGETS", "settings",
+           "filter_search", "search_summary", "search_figures", "search_html", "load_search",
+           "load_search_data", "search_record", "main"]
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The scale and protocol of one run of
+    :func:`~eqlib.experiments.filter_search.filter_search` (a Tanh autoencoder of
+    the chapter's architecture; about a minute on 2 CPU cores at the defaults). Each
+    variant of :data:`~eqlib.experiments.filter_search.SEARCH_VARIANTS` changes some of these
+    fields.
+
+    Attributes:
+        n_train, n_test: images (stratified subsets).
+        hidden, epochs, batch_size, lr: the Tanh autoencoder and its training (AdamW).
+        schedule: ``"cosine"`` (5 % linear warm-up, then cosine decay to 0, so the run
+            ends converged at its learning rate) or ``"constant"``.
+        weight_decay: decoupled weight decay on every parameter but the first layer's weight.
+        first_weight_decay: decoupled weight decay on the first layer's weight only.
+        first_init_scale: multiplies the first layer's initial weights.
+        whiten: ``"none"`` (the networks' usual normalised input) or ``"zca"``: inputs
+            x Z with the ZCA whitening of the mirror-symmetrised covariance
+            (:func:`eqlib.analysis.whitening`), which commutes with the mirror; the
+            autoencoder then reconstructs the whitened image.
+        zca_eps: ε added to the eigenvalues before whitening.
+        augment_mirror, penalty_weight, penalty_start, penalty_ramp: as in
+        :class:`~eqlib.experiments.cifar_setup.Settings`
+            (the penalty ‖f(m x) − m f(x)‖² on the training images, a mean over coordinates).
+        noise_penalty: weight of the same penalty on isotropic Gaussian inputs
+            y ~ N(0, noise_std² I) in the network's input space, with the same ramp (0:
+            the paper's protocol, which penalises on images only).
+        noise_std: the standard deviation of those inputs.
+        first_norm: 0 (off), or the norm every first-layer filter is rescaled to after each
+            step (a projected gradient step). On unit isotropic noise a filter of norm c
+            gives pre-activations of standard deviation c, so c ≳ 1 keeps Tanh out of its
+            linear regime, which the autoencoder otherwise settles in.
+        probes: isotropic-noise probes in the network's input space (half fit, half scored),
+            and as many isotropic in the data subspace (per-pixel variance 1).
+        subspace_k: principal directions kept for the filters "in the data subspace".
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+
+    n_train: int = 10_000
+    n_test: int = 2_000
+    hidden: tuple[int, int, int] = (256, 128, 128)
+    epochs: int = 15
+    batch_size: int = 128
+    lr: float = 1e-3
+    schedule: str = "cosine"
+    weight_decay: float = 1e-4
+    first_weight_decay: float = 1e-4
+    first_init_scale: float = 0.1
+    whiten: str = "none"
+    zca_eps: float = 0.1
+    augment_mirror: bool = True
+    penalty_weight: float = 1.0
+    penalty_start: float = 0.5
+    penalty_ramp: float = 0.2
+    noise_penalty: float = 0.0
+    noise_std: float = 1.0
+    first_norm: float = 0.0
+    probes: int = 4_000
+    subspace_k: int = 256
+
+    def __post_init__(self):
+        for name in ("n_train", "n_test", "epochs", "batch_size", "probes", "subspace_k"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if len(self.hidden) != 3 or min(self.hidden) < 1:
+            raise ValueError(f"hidden must be three positive widths, got {self.hidden!r}")
+        if self.subspace_k > 3072:
+            raise ValueError(f"subspace_k must be at most 3072, got {self.subspace_k}")
+        for name in ("lr", "noise_std", "first_init_scale", "zca_eps"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        for name in ("weight_decay", "first_weight_decay", "penalty_weight", "noise_penalty",
+                     "penalty_ramp", "first_norm"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)!r}")
+        if not 0 <= self.penalty_start <= 1:
+            raise ValueError(f"penalty_start is a fraction of training in [0, 1], "
+                             f"got {self.penalty_start!r}")
+        if self.schedule not in ("cosine", "constant"):
+            raise ValueError(f"schedule must be 'cosine' or 'constant', got {self.schedule!r}")
+        if self.whiten not in ("none", "zca"):
+            raise ValueError(f"whiten must be 'none' or 'zca', got {self.whiten!r}")
+
+
+#: variant name → changes to :class:`~eqlib.experiments.filter_search.SearchSettings` (the
+#: first is the chapter's protocol)
+SEARCH_VARIANTS: dict[str, dict[str, Any]] = {
+    "chapter's protocol": {},
+    "init ×1": {"first_init_scale": 1.0},
+    "init ×3": {"first_init_scale": 3.0},
+    "noise penalty": {"noise_penalty": 1.0},
+    "init ×1, noise penalty": {"first_init_scale": 1.0, "noise_penalty": 1.0},
+    "init ×3, noise penalty": {"first_init_scale": 3.0, "noise_penalty": 1.0},
+    "first-layer decay 5": {"first_weight_decay": 5.0},
+    "ZCA input": {"whiten": "zca"},
+    "init ×1, both penalties ×10": {"first_init_scale": 1.0, "penalty_weight": 10.0,
+                                    "noise_penalty": 10.0},
+    "init ×1, noise penalty from the start": {"first_init_scale": 1.0, "noise_penalty": 1.0,
+                                              "penalty_start": 0.0, "penalty_ramp": 0.1},
+    "filters of norm 1": {"first_norm": 1.0},
+    "filters of norm 3": {"first_norm": 3.0},
+    "filters of norm 1, both penalties ×10": {"first_norm": 1.0, "penalty_weight": 10.0,
+                                              "noise_penalty": 10.0},
+    "filters of norm 1, both penalties ×10 from the start": {
+        "first_norm": 1.0, "penalty_weight": 10.0, "noise_penalty": 10.0, "penalty_start": 0.0,
+        "penalty_ramp": 0.1},
+    "first-layer decay 5, penalty ×10": {"first_weight_decay": 5.0, "penalty_weight": 10.0},
+    "first-layer decay 5, penalty ×100": {"first_weight_decay": 5.0, "penalty_weight": 100.0},
+    "first-layer decay 5, both penalties ×10": {"first_weight_decay": 5.0, "penalty_weight": 10.0,
+                                                "noise_penalty": 10.0},
+    "first-layer decay 50, penalty ×100": {"first_weight_decay": 50.0, "penalty_weight": 100.0},
+    "first-layer decay 5, penalty ×1000": {"first_weight_decay": 5.0, "penalty_weight": 1000.0},
+    "first-layer decay 5, both penalties ×100": {"first_weight_decay": 5.0,
+                                                 "penalty_weight": 100.0, "noise_penalty": 100.0},
+    "first-layer decay 50, penalty ×30": {"first_weight_decay": 50.0, "penalty_weight": 30.0},
+    "first-layer decay 50, penalty ×100 from the start": {
+        "first_weight_decay": 50.0, "penalty_weight": 100.0, "penalty_start": 0.0,
+        "penalty_ramp": 0.1},
+    "first-layer decay 50, both penalties ×100": {
+        "first_weight_decay": 50.0, "penalty_weight": 100.0, "noise_penalty": 100.0},
+    "first-layer decay 5, penalty ×100 from the start": {
+        "first_weight_decay": 5.0, "penalty_weight": 100.0, "penalty_start": 0.0,
+        "penalty_ramp": 0.1},
+    "first-layer decay 20, both penalties ×100": {
+        "first_weight_decay": 20.0, "penalty_weight": 100.0, "noise_penalty": 100.0},
+    "first-layer decay 30, both penalties ×100": {
+        "first_weight_decay": 30.0, "penalty_weight": 100.0, "noise_penalty": 100.0},
+}
+
+#: the numbers :func:`~eqlib.experiments.filter_search.filter_search` summarises over seeds
+#: (min / mean / max)
+SEARCH_KEYS = ("categorised_first64", "symmetric_first64", "pairs_first64",
+               "control_categorised_first64", "filter_similarity",
+               "subspace_categorised_first64", "f1_horizontal_noise",
+               "f1_vertical_noise", "f1_horizontal_subspace_noise", "f1_horizontal_images",
+               "f1_vertical_images", "median_best_cos", "subspace_median_best_cos",
+               "offdata_energy", "preact_std_noise", "preact_std_images", "end_to_end",
+               "test_relative_error", "train_seconds")
+
+#: ``full``: the recorded search (the defaults of
+#: :class:`~eqlib.experiments.filter_search.SearchSettings`, about a minute per
+#: run on 2 CPU cores); ``laptop`` (the default): fewer images, epochs and probes, for a try
+SEARCH_BUDGETS: dict[str, SearchSettings] = {
+    "laptop": SearchSettings(n_train=2_000, n_test=1_000, epochs=5, probes=2_000),
+    "full": SearchSettings(),
+}
+#: the protocol's name for :data:`~eqlib.experiments.filter_search.SEARCH_BUDGETS`
+BUDGETS = SEARCH_BUDGETS
+
+
+def settings(budget: str | None = None, **overrides: Any) -> SearchSettings:
+    """The :class:`~eqlib.experiments.filter_search.SearchSettings` of ``budget`` (default
+    ``$EQLIB_BUDGET``, else
+    ``"laptop"``) with ``overrides`` of its fields
+    (:func:`eqlib.experiments.protocol.settings`).
+
+    Raises:
+        ValueError: for an unknown budget or an override that is not a field.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    return protocol.settings(BUDGETS, budget, **overrides)
+
+
+def _lr_factor(schedule: str, step: int, steps: int) -> float:
+    if schedule == "constant":
+        return 1.0
+    warm = max(1, steps // 20)
+    if step < warm:
+        return (step + 1) / warm
+    return 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, steps - warm)))
+
+
+def _filter_similarity(W1: torch.Tensor) -> float:
+    """Median ``|cos|`` between two distinct filters: near 1 when the first layer has
+    collapsed onto a few directions, so that every filter matches some other one and the
+    categories say little."""
+    U = W1 / W1.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    C = (U @ U.T).abs()
+    return float(C[~torch.eye(len(C), dtype=torch.bool)].median())
+
+
+def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.Tensor,
+                seed: int) -> tuple[dict[str, Any], nn.Module]:
+    """Train one Tanh autoencoder on rows of ``X`` (already in its input space), measure it;
+    return (row, model)."""
+    torch.manual_seed(seed)
+    model = build_mlp("tanh", "autoencode", s.hidden, seed=seed, first_init_scale=s.first_init_scale)
+    first = model.layers[0].weight
+    if s.first_norm > 0:
+        with torch.no_grad():
+            first.mul_(s.first_norm / first.norm(dim=1, keepdim=True).clamp_min(1e-12))
+    rest = [q for q in model.parameters() if q is not first]
+    opt = torch.optim.AdamW([{"params": [first], "weight_decay": s.first_weight_decay},
+                             {"params": rest, "weight_decay": s.weight_decay}], lr=s.lr)
+    gen = torch.Generator().manual_seed(seed)
+    steps = s.epochs * math.ceil(len(X) / s.batch_size)
+    step, t0, losses = 0, time.perf_counter(), []
+    model.train()
+    for _ in range(s.epochs):
+        for idx in torch.randperm(len(X), generator=gen).split(s.batch_size):
+            for group in opt.param_groups:
+                group["lr"] = s.lr * _lr_factor(s.schedule, step, steps)
+            x = X[idx]
+            if s.augment_mirror:
+                flip = torch.rand(len(x), generator=gen) < 0.5
+                x = torch.where(flip[:, None], mirror_images(x), x)
+            ramp = (step / steps - s.penalty_start) / max(s.penalty_ramp, 1e-9)
+            on = min(1.0, max(0.0, ramp)) if step >= s.penalty_start * steps else 0.0
+            if on > 0 and s.noise_penalty > 0:
+                y = torch.randn(len(x), X.shape[1], generator=gen) * s.noise_std
+                inputs = torch.cat([x, y])
+            else:
+                inputs = x
+            if on > 0 and (s.penalty_weight > 0 or s.noise_penalty > 0):
+                out = model(torch.cat([inputs, mirror_images(inputs)]))
+                f, fm = out.chunk(2)
+                gap = ((fm - mirror_images(f)) ** 2).mean(1)
+                penalty = s.penalty_weight * gap[:len(x)].mean()
+                if len(inputs) > len(x):
+                    penalty = penalty + s.noise_penalty * gap[len(x):].mean()
+                fx = f[:len(x)]
+            else:
+                fx, penalty = model(x), 0.0
+            loss = ((fx - x) ** 2).mean()
+            opt.zero_grad()
+            (loss + on * penalty).backward()
+            opt.step()
+            if s.first_norm > 0:
+                with torch.no_grad():
+                    first.mul_(s.first_norm / first.norm(dim=1, keepdim=True).clamp_min(1e-12))
+            losses.append(loss.item())
+            step += 1
+    seconds = time.perf_counter() - t0
+    model.eval()
+    W1 = model.layers[0].weight.detach().clone()
+    raw, sub = filter_pairing(W1), filter_pairing(W1, subspace=P)
+    g = torch.Generator().manual_seed(seed + 1)
+    errors = {}
+    with torch.no_grad():
+        z = torch.randn(s.probes, P.shape[1], generator=g) * math.sqrt(X.shape[1] / P.shape[1])
+        noise = torch.randn(s.probes, X.shape[1], generator=g)
+        for probe, y in (("noise", noise), ("subspace_noise", z @ P.T), ("images", Xt)):
+            feats = paired_latents(model, y, (1,), ("horizontal", "vertical"))
+            for ax in ("horizontal", "vertical"):
+                fit = fit_linear_action(feats[(1, None)], feats[(1, ax)], fit_fraction=0.5)
+                errors[f"f1_{ax}_{probe}"] = fit.median_error
+        # spread of each unit's pre-activation w_j·x over the test images (bias aside);
+        # on unit isotropic noise it is the filter's norm
+        spread_images = float((Xt @ W1.T).std(0).median())
+        rec = model(Xt)
+        test_rel = float(((rec - Xt).norm(dim=1) / Xt.norm(dim=1).clamp_min(1e-12)).mean())
+        gap = (model(mirror_images(Xt)) - mirror_images(rec)).norm(dim=1)
+        end_to_end = float((gap / rec.norm(dim=1).clamp_min(1e-12)).mean())
+        offdata = float(1 - (W1 @ P).pow(2).sum() / W1.pow(2).sum())
+    categorised = lambda p: sum(v for k, v in p.counts(64).items() if k != "unmatched")  # noqa: E731
+    counts = raw.counts(64)
+    row = {"seed": seed, "filters_first64": counts, "categorised_first64": categorised(raw),
+           "symmetric_first64": counts["symmetric"],
+           "pairs_first64": counts["mirrored pair"] + counts["negated mirrored pair"],
+           "control_categorised_first64": categorised(filter_pairing(W1, "vertical")),
+           "filter_similarity": _filter_similarity(W1),
+           "subspace_filters_first64": sub.counts(64), "subspace_categorised_first64": categorised(sub),
+           "median_best_cos": float(np.median(raw.similarity)),
+           "subspace_median_best_cos": float(np.median(sub.similarity)),
+           **errors, "offdata_energy": offdata,
+           "preact_std_noise": float(W1.norm(dim=1).median()), "preact_std_images": spread_images,
+           "end_to_end": end_to_end,
+           "test_relative_error": test_rel, "final_task_loss": float(np.mean(losses[-20:])),
+           "train_seconds": seconds}
+    return row, model
+
+
+def search_summary(rows: Sequence[Mapping[str, Any]], min_seeds: int = 3) -> dict[str, Any]:
+    """Per variant of the ``rows`` of :func:`~eqlib.experiments.filter_search.filter_search`:
+    its seeds, min / mean / max of
+    every number in :data:`~eqlib.experiments.filter_search.SEARCH_KEYS`, and whether the goal
+    is met on every seed (at
+    least ``min_seeds`` of them): ``meets_goal`` (≥ 32 of the first 64 filters in a
+    signed-permutation category at ``|cos|`` ≥ 0.8 and f1's horizontal error on isotropic
+    noise ≤ 0.1) and ``meets_goal_in_subspace`` (the same for the filters projected on
+    the data subspace and noise in that subspace).
+
+    Raises:
+        ValueError: for no rows, a row without ``variant`` / ``seed`` or a number, or
+            ``min_seeds`` < 1.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    if not rows:
+        raise ValueError("search_summary needs at least one row")
+    if not isinstance(min_seeds, int) or min_seeds < 1:
+        raise ValueError(f"min_seeds must be a positive integer, got {min_seeds!r}")
+    for r in rows:
+        missing = [k for k in ("variant", "seed", *SEARCH_KEYS) if k not in r]
+        if missing:
+            raise ValueError(f"row {dict(r).get('variant')!r} lacks {missing}")
+    summary = {}
+    for name in dict.fromkeys(r["variant"] for r in rows):
+        rs = [r for r in rows if r["variant"] == name]
+        stat = lambda key: {"min": float(min(r[key] for r in rs)),  # noqa: E731
+                            "mean": float(np.mean([r[key] for r in rs])),
+                            "max": float(max(r[key] for r in rs))}
+        summary[name] = {
+            "seeds": [int(r["seed"]) for r in rs], **{k: stat(k) for k in SEARCH_KEYS},
+            "meets_goal": len(rs) >= min_seeds and all(
+                r["categorised_first64"] >= 32 and r["f1_horizontal_noise"] <= 0.1 for r in rs),
+            "meets_goal_in_subspace": len(rs) >= min_seeds and all(
+                r["subspace_categorised_first64"] >= 32
+                and r["f1_horizontal_subspace_noise"] <= 0.1 for r in rs)}
+    return summary
+
+
+def filter_search(train: CIFAR10, test: CIFAR10, variants: Mapping[str, Mapping[str, Any]] | None = None,
+                  base: SearchSettings | None = None, seeds: Sequence[int] = (0,),
+                  more_seeds: Sequence[int] = (1, 2), top: int = 3,
+                  on_row: Callable[[dict[str, Any]], None] | None = None,
+                  weights: dict[tuple[str, int], torch.Tensor] | None = None) -> dict[str, Any]:
+    """A search for a protocol under which the Tanh autoencoder's first-layer filters show
+    the signed-permutation picture of Shahverdi et al. (2026) (the chapter's protocol shows none).
+
+    Every variant runs with ``seeds``; the ``top`` variants (by categorised filters among
+    the first 64, then by f1's horizontal error on noise) and the first variant (the
+    chapter's protocol) run again with ``more_seeds``. Each row holds the filter
+    categories (raw and projected on the top ``subspace_k`` principal directions of the
+    mirror-symmetrised images), f1's linear-equivariance errors (isotropic noise, noise in
+    the data subspace, test images; horizontal and vertical mirror), the share of W_1's
+    energy outside the data subspace, the median spread of the first-layer pre-activations
+    on isotropic noise (the filters' norm) and over the test images, the end-to-end equivariance error and the reconstruction error. The
+    goal is judged by :func:`~eqlib.experiments.filter_search.search_summary`. ``weights``,
+    when a dict, receives each
+    run's W_1 under ``(variant, seed)``.
+
+    Returns:
+        ``{"base", "variants", "rows" (one per variant and seed), "summary"}``.
+
+    Raises:
+        ValueError: for an unknown key in a variant, no or repeated seeds, or ``top`` < 0.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    base = base or SearchSettings()
+    if not isinstance(base, SearchSettings):
+        raise TypeError(f"base must be a SearchSettings, got {type(base).__name__}")
+    variants = dict(SEARCH_VARIANTS if variants is None else variants)
+    if not variants:
+        raise ValueError("variants must name at least one variant")
+    fields = {f.name for f in dataclasses.fields(SearchSettings)}
+    for name, change in variants.items():
+        bad = set(change) - fields
+        if bad:
+            raise ValueError(f"unknown search keys {sorted(bad)} in variant {name!r}")
+    seeds, more_seeds = [int(x) for x in seeds], [int(x) for x in more_seeds]
+    if not seeds or len(set(seeds + more_seeds)) != len(seeds) + len(more_seeds):
+        raise ValueError(f"seeds must be distinct and non-empty, got {seeds} and {more_seeds}")
+    if not isinstance(top, int) or top < 0:
+        raise ValueError(f"top must be an integer ≥ 0, got {top!r}")
+    settings_of = {name: dataclasses.replace(base, **change) for name, change in variants.items()}
+    tr = subset(train, base.n_train, seed=0) if base.n_train < len(train) else train
+    te = subset(test, base.n_test, seed=1) if base.n_test < len(test) else test
+    X0 = prepare_images(tr.images).flatten(1)
+    Xt0 = prepare_images(te.images).flatten(1)
+    evals, evecs = mirror_symmetric_spectrum(tr.images)
+    P = evecs[:, -base.subspace_k:]
+    inputs: dict[tuple[str, float], tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def data_for(s: SearchSettings):
+        key = (s.whiten, s.zca_eps)
+        if key not in inputs:
+            if s.whiten == "none":
+                inputs[key] = (X0, Xt0)
+            else:
+                Z = whitening(evals, evecs, s.whiten, s.zca_eps)
+                inputs[key] = (X0 @ Z, Xt0 @ Z)
+        return inputs[key]
+
+    rows = []
+
+    def run_one(name, seed):
+        s = settings_of[name]
+        X, Xt = data_for(s)
+        row, model = _search_run(s, X, Xt, P, seed)
+        rows.append({"variant": name, **row})
+        if weights is not None:
+            weights[(name, seed)] = model.layers[0].weight.detach().clone()
+        if on_row is not None:
+            on_row(rows[-1])
+
+    for name in variants:
+        for seed in seeds:
+            run_one(name, seed)
+
+    def score(v):
+        rs = [r for r in rows if r["variant"] == v]
+        return (-np.mean([r["categorised_first64"] for r in rs]),
+                np.mean([r["f1_horizontal_noise"] for r in rs]))
+
+    again = list(dict.fromkeys([next(iter(variants)), *sorted(variants, key=score)[:top]]))
+    for name in again:
+        for seed in more_seeds:
+            run_one(name, seed)
+    return {"base": protocol.settings_dict(base), "variants": {k: dict(v) for k, v in variants.items()},
+            "rows": rows, "summary": search_summary(rows, min_seeds=len(seeds) + len(more_seeds))}
+
+
+def load_search(path: str | Path) -> dict[str, Any]:
+    """A record written by :func:`~eqlib.experiments.filter_search.filter_search` through the
+    command line
+    (:func:`~eqlib.experiments.cifar_mlp.main`, or ``--parts search`` of the CIFAR-10
+    experiment), checked for the keys the chapter reads
+    (:func:`eqlib.experiments.protocol.load_json`).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file is not JSON, or lacks ``base`` / ``variants`` / ``rows`` /
+            ``summary``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    return protocol.load_json(path, required=("base", "variants", "rows", "summary"))
+
+
+def search_html(record: Mapping[str, Any]) -> str:
+    """The settings and outcomes of a :func:`~eqlib.experiments.filter_search.filter_search`
+    record as an HTML table: per
+    variant, its seeds and the min–max over seeds (one value for one seed) of the filters
+    in a signed-permutation category among the first 64 (all, symmetric, in pairs, after
+    projection on the data subspace, and for the vertical mirror as a control), the
+    median ``|cos|`` between two filters (near 1: the categories say little), f1's
+    linear-equivariance error on isotropic noise (horizontal and vertical), on noise in
+    the data subspace and on test images (horizontal and vertical), the end-to-end
+    error, W_1's energy outside the data subspace, the pre-activation spread on images and
+    the reconstruction error.
+
+    Raises:
+        ValueError: a record without ``summary``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    from ..analysis import html_table
+    if "summary" not in record:
+        raise ValueError("record must be a filter_search record with a 'summary'")
+    columns = (("categorised_first64", "filters in a category", 0),
+               ("symmetric_first64", "symmetric", 0), ("pairs_first64", "in pairs", 0),
+               ("subspace_categorised_first64", "in the data subspace", 0),
+               ("control_categorised_first64", "control mirror", 0),
+               ("filter_similarity", "filter similarity", 2),
+               ("f1_horizontal_noise", "f1 noise", 2),
+               ("f1_vertical_noise", "f1 noise, control", 2),
+               ("f1_horizontal_subspace_noise", "f1 subspace noise", 2),
+               ("f1_horizontal_images", "f1 images", 2),
+               ("f1_vertical_images", "f1 images, control", 2),
+               ("end_to_end", "end-to-end", 2),
+               ("offdata_energy", "W1 energy off data", 2),
+               ("preact_std_images", "pre-act. spread", 1),
+               ("test_relative_error", "reconstr. error", 2))
+
+    def span(stat, digits):
+        lo, hi = f"{stat['min']:.{digits}f}", f"{stat['max']:.{digits}f}"
+        return lo if lo == hi else f"{lo}–{hi}"
+
+    body = [[name, ",".join(map(str, s["seeds"])),
+             *(span(s[key], digits) for key, _, digits in columns)]
+            for name, s in record["summary"].items()]
+    return html_table(["setting", "seeds", *(label for _, label, _ in columns)], body,
+                      align_right_from=1)
+
+
+def search_figures(weights: Mapping[tuple[str, int], torch.Tensor], names: Sequence[str],
+                   seed: int = 0) -> dict[str, Any]:
+    """The first 64 first-layer filters of each variant in ``names`` on ``seed``, framed by
+    mirror category (:func:`eqlib.plots.filters.plot_filters`), from the ``weights`` that
+    :func:`~eqlib.experiments.filter_search.filter_search` filled in.
+
+    Raises:
+        KeyError: a (name, seed) without weights.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    from ..plots.filters import plot_filters
+    figs = {}
+    for name in names:
+        if (name, seed) not in weights:
+            raise KeyError(f"no weights for variant {name!r} on seed {seed}")
+        W1 = weights[(name, seed)]
+        figs[name] = plot_filters(W1, filter_pairing(W1), title=f"{name} (seed {seed})")
+    return figs
+
+
+def load_search_data(root: str | None = None, download: bool | None = None) -> tuple[CIFAR10, CIFAR10]:
+    """The whole CIFAR-10 train and test splits (:func:`eqlib.data.load_cifar10`);
+    :func:`~eqlib.experiments.filter_search.filter_search` takes its stratified subsets.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    return load_cifar10("train", root, download=download), load_cifar10("test", root, download=download)
+
+
+def search_record(train: CIFAR10, test: CIFAR10, base: SearchSettings, seeds: Sequence[int],
+                  command: str, variants: Mapping[str, Mapping[str, Any]] | None = None,
+                  on_row: Callable[[dict[str, Any]], None] | None = None) -> tuple[dict[str, Any], list[Any]]:
+    """The search as the command lines run it:
+    :func:`~eqlib.experiments.filter_search.filter_search` from ``base`` on
+    ``seeds[:1]``, again on ``seeds[1:]`` (default 1, 2) for the chosen variants, the
+    ``command`` recorded, and the filters of the first variant and of the best one
+    (most categorised filters, then the lowest f1 error on noise) on the first seed.
+
+    Returns:
+        (record, figures).
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    seeds = [int(x) for x in seeds]
+    weights: dict[tuple[str, int], torch.Tensor] = {}
+    found = filter_search(train, test, variants, base=base, seeds=seeds[:1], more_seeds=seeds[1:] or (1, 2),
+                          on_row=on_row, weights=weights)
+    found["command"] = command
+    summary = found["summary"]
+    best = max(summary, key=lambda v: (summary[v]["categorised_first64"]["mean"],
+                                       -summary[v]["f1_horizontal_noise"]["mean"]))
+    shown = list(dict.fromkeys([next(iter(summary)), best]))
+    return found, list(search_figures(weights, shown, seed=seeds[0]).values())
+
+
+def _variants(text: str | None) -> dict[str, dict[str, Any]] | None:
+    if text is None:
+        return None
+    names = [x.strip() for x in text.split(";") if x.strip()]
+    unknown = [x for x in names if x not in SEARCH_VARIANTS]
+    if unknown or not names:
+        raise ValueError(f"--variants: unknown or empty {unknown}; choose from {list(SEARCH_VARIANTS)}")
+    return {name: SEARCH_VARIANTS[name] for name in names}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Command line: ``python -m eqlib.experiments.filter_search --budget full --seeds 0,1,2
+    --set epochs=20 --variants "chapter's protocol;init ×1"`` runs
+    :func:`~eqlib.experiments.filter_search.search_record`
+    from the budget's :class:`~eqlib.experiments.filter_search.SearchSettings` with the
+    ``--set`` overrides and writes
+    ``filter_search_<budget>.json`` and ``filter_search_<budget>_filters_<k>.png`` into
+    ``--out``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    import matplotlib
+    matplotlib.use("Agg")
+    p = protocol.build_parser(
+        "python -m eqlib.experiments.filter_search",
+        "The search for a training protocol under which the first-layer filters of the Tanh "
+        "autoencoder of chapter 11 pair up under the mirror: every variant on the first seed, the "
+        "first and the best three again on the others. Budgets: full is the recorded search, "
+        "laptop a smaller one; --set changes any SearchSettings field.", progress=False)
+    p.add_argument("--variants", default=None, metavar="A;B",
+                   help="semicolon-separated variants to run (default: all of SEARCH_VARIANTS)")
+    args = protocol.parse_args(p, argv, BUDGETS, outputs=lambda a: [
+        protocol.output_name("filter_search", a.budget)])
+    try:
+        variants = _variants(args.variants)
+    except ValueError as exc:
+        p.error(str(exc))
+    tr, te = load_search_data(args.data, download=args.download)
+    command = "python -m eqlib.experiments.filter_search " + " ".join(sys.argv[1:] if argv is None else argv)
+    found, figures = search_record(tr, te, args.settings, args.seeds, command, variants,
+                                   on_row=lambda row: print("search:", json.dumps(row), flush=True))
+    found["budget"] = args.budget
+    stem = protocol.output_name("filter_search", args.budget, suffix="")
+    written = protocol.write_outputs(args.out, f"{stem}.json", found,
+                                     {f"{stem}_filters_{k}.png": fig for k, fig in enumerate(figures)}, dpi=80)
+    print(f"wrote {written[0]} and {len(written) - 1} figures")
+    return found
+
+
+if __name__ == "__main__":
+    main()
