@@ -405,8 +405,8 @@ def min_scaled_filter_distance(model: VGG, start: dict[str, torch.Tensor] | None
     assignment score :math:`\\sum_o S[o, \\pi_i(o)]`, so each step is a linear assignment
     problem solved exactly (``scipy.optimize.linear_sum_assignment``, O(C³)). The sum
     never increases, so the result is at most its value at ``start`` (default: the
-    identity); it is a local minimum (no single layer can improve), not necessarily the
-    global one. The minimisers are permutations: they are involutions when the scores
+    identity); when the loop ends before ``sweeps`` runs out it is a local minimum (no
+    single layer can improve), not necessarily the global one. The minimisers are permutations: they are involutions when the scores
     are symmetric and the optimum unique (check with
     :func:`~eqlib.matching.involution_distance`).
 
