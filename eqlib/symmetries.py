@@ -341,7 +341,7 @@ def symmetry_group(activation: str | Activation, dim: int) -> SymmetryGroup:
     apply the affine flips; chapter 4 applies and checks them.
 
     The kind is read from the activation's record
-    (:class:`~eqlib.models.activation.Activation`); a record may be passed instead of a name.
+    (``eqlib.models.activation.Activation``); a record may be passed instead of a name.
 
     Raises:
         ValueError: for an unknown activation.

@@ -94,7 +94,7 @@ def layer_kind(activation) -> str:
 
 def hidden_groups(model, matching: bool = True) -> list[SymmetryGroup]:
     """K_1, …, K_{L−1}: each hidden layer's intertwiner group, built once from its
-    activation record (:class:`~eqlib.models.activation.Activation`).
+    activation record (``eqlib.models.activation.Activation``).
 
     Args:
         model: an MLP of Dense layers.

@@ -67,7 +67,7 @@ class SameConv(Layer):
 
     @property
     def sigma(self) -> Activation:
-        """The layer's :class:`~eqlib.models.activation.Activation` record."""
+        """The layer's ``eqlib.models.activation.Activation`` record."""
         return _ACTIVATIONS[self.activation]
 
     def extra_repr(self) -> str:

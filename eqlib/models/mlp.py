@@ -19,7 +19,7 @@ from .base import Layer, Model
 
 __all__ = ["ACTIVATIONS", "ODD_ACTIVATIONS", "Dense", "MLP", "FlatModel", "layer_activations"]
 
-#: σ by name (a view of the :class:`~eqlib.models.activation.Activation` records)
+#: σ by name (a view of the ``eqlib.models.activation.Activation`` records)
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {n: a.fn for n, a in ACTIVATION_RECORDS.items()}
 #: activations with σ(−z) = −σ(z)
 ODD_ACTIVATIONS = frozenset(n for n, a in ACTIVATION_RECORDS.items() if a.odd)
@@ -82,7 +82,7 @@ class Dense(Layer):
 
     @property
     def sigma(self) -> Activation:
-        """The layer's :class:`~eqlib.models.activation.Activation` record."""
+        """The layer's ``eqlib.models.activation.Activation`` record."""
         return activation_record(self.activation)
 
     def preactivation(self, x: torch.Tensor) -> torch.Tensor:
