@@ -67,8 +67,8 @@ from dataclasses import dataclass, field
 import torch
 
 from .models.base import Model
-from .models.mlp import ACTIVATIONS, MLP
-from .symmetries import symmetry_group
+from .models.activation import activation_record
+from .models.mlp import MLP
 from .seeds import torch_generator
 from .validation import check_bool, check_float, check_int, check_tensor
 
@@ -92,7 +92,7 @@ def _check_tol(tol: float) -> float:
 
 
 def _sigma(act: str, z: Tensor) -> Tensor:
-    return ACTIVATIONS[act](z)
+    return activation_record(act).fn(z)
 
 
 @dataclass
@@ -186,7 +186,7 @@ def _clone_groups(rows: Tensor, activation: str, tol: float) -> list[list[tuple[
     n = rows.shape[0]
     if n < 2:
         return []
-    kind = symmetry_group(activation, 1).kind
+    kind = activation_record(activation).kind
     r = rows.double()
     norms = r.abs().amax(dim=1)
     scaled = kind in ("scaled_permutation", "nonzero_scaled_permutation")
@@ -589,8 +589,7 @@ def plant_degenerate(model: MLP, n_dead: int = 1, n_constant: int = 1, n_clones:
     if n_constant and not has_bias:
         raise ValueError("constant neurons need biases (their output is folded into the next bias)")
     if n_negated:
-        odd = [a for a in model.activations[:-1] if symmetry_group(a, 1).kind not in
-               ("signed_permutation", "nonzero_scaled_permutation")]
+        odd = [a for a in model.activations[:-1] if not activation_record(a).odd]
         if odd:
             raise ValueError(f"negated clones need odd activations (σ(−z) = −σ(z)); got {sorted(set(odd))}")
     gen = torch_generator(seed)

@@ -29,7 +29,8 @@ import torch
 from scipy.optimize import linear_sum_assignment
 
 from .models.attention import AttentionNetwork, MultiHeadAttention
-from .models.mlp import ACTIVATIONS, MLP
+from .models.activation import Activation, activation_record
+from .models.mlp import MLP
 from .seeds import torch_generator
 from .validation import check_bool, check_float, check_int, check_sequence, check_tensor, show
 
@@ -53,15 +54,6 @@ Tensor = torch.Tensor
 #: the monomial groups the course uses, by name
 KINDS = ("permutation", "signed_permutation", "scaled_permutation", "nonzero_scaled_permutation")
 
-#: activation → kind of its (monomial) intertwiner group
-_ACTIVATION_KIND = {
-    "tanh": "signed_permutation",
-    "relu": "scaled_permutation",
-    "gelu": "permutation",
-    "sigmoid": "permutation",  # linear part only: the affine flips are not in K (chapter 4)
-    # σ = id commutes with all of GL(d); we only model its monomial subgroup
-    "identity": "nonzero_scaled_permutation",
-}
 
 
 _generator = torch_generator  # the one seed helper: seed=None means DEFAULT_SEED
@@ -334,7 +326,7 @@ class SymmetryGroup:
 LOG_SCALE_MAX = 80.0
 
 
-def symmetry_group(activation: str, dim: int) -> SymmetryGroup:
+def symmetry_group(activation: str | Activation, dim: int) -> SymmetryGroup:
     """The (monomial) intertwiner group K of σ on R^dim: {k : σ(k z) = k σ(z)}.
 
     tanh (odd) → signed permutations; relu → positively scaled permutations
@@ -348,14 +340,15 @@ def symmetry_group(activation: str, dim: int) -> SymmetryGroup:
     sigmoid MLPs with biases are not identifiable. :func:`apply_symmetry` does not
     apply the affine flips; chapter 4 applies and checks them.
 
+    The kind is read from the activation's record
+    (``eqlib.models.activation.Activation``); a record may be passed instead of a name.
+
     Raises:
         ValueError: for an unknown activation.
 
     Chapter: *Parameter symmetries* (book/part1/04_parameter_symmetries).
     """
-    if activation not in _ACTIVATION_KIND:
-        raise ValueError(f"unknown activation {activation!r}; choose from {sorted(_ACTIVATION_KIND)}")
-    return SymmetryGroup(_ACTIVATION_KIND[activation], dim)
+    return SymmetryGroup(activation_record(activation).kind, dim)
 
 
 def layer_symmetry_groups(model: MLP) -> list[SymmetryGroup]:
@@ -378,12 +371,10 @@ def intertwining_error(activation: str, k: SymmetryElement, z: Tensor) -> float:
     """
     if not isinstance(activation, str):
         raise TypeError(f"activation must be a string, got {type(activation).__name__} {activation!r}")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {activation!r}; choose from {sorted(ACTIVATIONS)}")
+    sigma = activation_record(activation).fn
     if not isinstance(k, SymmetryElement):
         raise TypeError(f"k must be a SymmetryElement, got {type(k).__name__}")
     check_tensor("z", z, dtypes="float", nonempty=True, finite=True)
-    sigma = ACTIVATIONS[activation]
     with torch.no_grad():
         err = (sigma(k.act(z)) - k.act(sigma(z))).abs().max()
         return float(err / sigma(z).abs().max().clamp_min(1e-12))

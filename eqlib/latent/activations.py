@@ -16,20 +16,22 @@ import torch
 from ..actions import Action
 from .result import MonomialAction
 from .units import assign
-from .weights import _MATCH_FLAGS, layer_kind, mlp_layers
+from ..symmetries import SymmetryGroup
+from .weights import _MATCH_FLAGS, hidden_groups, mlp_layers
 
 __all__ = ["recover_by_activations"]
 
 Tensor = torch.Tensor
 
 
-def recover_by_activations(model, rho_in: Action, x: Tensor):
+def recover_by_activations(model, rho_in: Action, x: Tensor, *, groups: list[SymmetryGroup] | None = None):
     """Recover k_i(g) for every hidden layer and g by matching activations on inputs x.
 
     Args:
         model: MLP (Dense layers).
         rho_in: the input action.
         x: (N, d_0) inputs, N > 1 (more samples than units makes the match reliable).
+        groups: the hidden layers' groups K_i (``hidden_groups``); built here if None.
 
     Returns:
         (actions, residuals): one :class:`~eqlib.latent.MonomialAction` per hidden layer; per hidden
@@ -42,7 +44,8 @@ def recover_by_activations(model, rho_in: Action, x: Tensor):
     L = len(layers)
     if x.shape[0] < 2:
         raise ValueError("activation matching needs at least two inputs")
-    flags = [_MATCH_FLAGS[layer_kind(l.activation)] for l in layers[:-1]]
+    groups = hidden_groups(model) if groups is None else groups
+    flags = [_MATCH_FLAGS[K.kind] for K in groups]
     perms = [torch.empty(G.order, l.out_dim, dtype=torch.long) for l in layers[:-1]]
     scales = [torch.empty(G.order, l.out_dim) for l in layers[:-1]]
     residuals = np.zeros(L - 1)

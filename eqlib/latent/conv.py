@@ -35,6 +35,7 @@ from ..models.base import Model
 from ..models.convnet import SameConv, conv_net
 from ..symmetries import SymmetryElement
 from ..validation import check_bool, check_float, check_int, check_tensor
+from .result import RecoveryResult
 from .units import match_units
 
 __all__ = ["rotate", "c4_channel_action", "act_on_images", "transport_conv", "PlantedConv",
@@ -231,7 +232,7 @@ def plant_c4_conv(blocks: list[list[str]], size: int = 7, kernel: int = 3, hide:
 
 
 @dataclass
-class ConvLatentActions:
+class ConvLatentActions(RecoveryResult):
     """What :func:`recover_conv_actions` found.
 
     Attributes:
@@ -263,6 +264,16 @@ class ConvLatentActions:
         """Every weight relation holds and every layer is equivariant under λ_i."""
         worst = max(max(d.values()) for d in self.weight_residual + self.layer_error)
         return worst <= self.tol
+
+    @property
+    def ok(self) -> bool:
+        """Equivariant end to end and layer by layer."""
+        return self.equivariant and self.layerwise
+
+    @property
+    def layer_errors(self) -> np.ndarray:
+        """(L, ``|G|``) each layer's equivariance error under λ_i(g), elements in group order."""
+        return np.array([[d[g.name] for g in self.group] for d in self.layer_error])
 
     def homomorphism_error(self) -> float:
         """max over hidden layers and pairs (g, h) of ‖k_i(gh) − k_i(g) k_i(h)‖."""

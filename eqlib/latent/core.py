@@ -1,4 +1,10 @@
-"""``latent_actions``: the one entry point for recovering latent actions of an MLP.
+"""``latent_actions``: the one entry point for recovering latent actions.
+
+It dispatches by model family: MLPs of Dense layers to the three methods (``weights``,
+``activations``, ``lstsq``, each in its own module of ``eqlib.latent``), networks of
+``SameConv`` layers to ``recover_conv_actions`` and attention layers or networks to
+``recover_attention_action`` / ``recover_attention_network``. Every result is a
+:class:`~eqlib.latent.result.RecoveryResult` (``ok``, ``layer_errors``, ``summary()``).
 
 Chapter: *The main theorem* (book/part2/06_main_theorem).
 """
@@ -7,18 +13,28 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..actions import Action, check_equivariance
+from ..actions import Action
+from ..groups import FiniteGroup
+from ..models.activation import activation_record
+from ..models.attention import MultiHeadAttention
+from ..models.base import Model
+from ..models.convnet import SameConv
+from ..models.mlp import Dense
 from ..submodels import reduce
-from ..symmetries import symmetry_group
 from ..validation import check_bool, check_finite, check_float, check_int, check_tensor
-from .lstsq import paired_features, fit_linear_action
-from .result import LatentActions, dense_action, homomorphism_error, layer_errors
-from .weights import layer_kind, lift_action, maybe_degenerate, mlp_layers, recover_by_weights
+from .lstsq import recover_by_lstsq
+from .result import LatentActions, homomorphism_error, layer_errors
+from .weights import hidden_groups, lift_action, maybe_degenerate, mlp_layers, recover_by_weights
 from .activations import recover_by_activations
+from .attention import recover_attention_action, recover_attention_network
+from .conv import recover_conv_actions
+from .result import AttentionNetworkActions, RecoveryResult
 
-__all__ = ["latent_actions", "METHODS"]
+__all__ = ["latent_actions", "model_family", "METHODS", "FAMILIES"]
 
 METHODS = ("weights", "activations", "lstsq")
+#: the model families :func:`latent_actions` dispatches on
+FAMILIES = ("mlp", "conv", "attention")
 
 Tensor = torch.Tensor
 
@@ -51,15 +67,60 @@ def _reduce(model, notes: list[str], degenerate: bool):
     return red
 
 
-def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weights", x: Tensor | None = None,
-                   tol: float | None = None, reduce: bool = True, num_probes: int = 256, seed: int = 0,
-                   samples: int | Tensor = 100_000, fit_fraction: float = 0.5, ridge: float = 0.0,
-                   solver: str | None = None, noise_scale: float = 1.0, sampling: str = "inputs") -> LatentActions:
-    """Recover the latent actions k_i(g) of an equivariant MLP and diagnose them.
+def model_family(model) -> str | None:
+    """``"mlp"`` (Dense layers), ``"conv"`` (SameConv layers), ``"attention"`` (a
+    MultiHeadAttention layer or a Model of them), or None.
+
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
+    """
+    if isinstance(model, MultiHeadAttention):
+        return "attention"
+    layers = list(getattr(model, "layers", []) or []) if isinstance(model, Model) else []
+    for family, cls in (("mlp", Dense), ("conv", SameConv), ("attention", MultiHeadAttention)):
+        if layers and all(isinstance(l, cls) for l in layers):
+            return family
+    return None
+
+
+def _other_family(family: str, model, rho_in, rho_out, method: str, x, tol, num_probes: int, seed: int,
+                  group: FiniteGroup | None) -> RecoveryResult:
+    """The conv and attention recoveries (the constructive proof: method ``"weights"``)."""
+    if method != "weights":
+        raise ValueError(f"method {method!r} recovers MLPs only; a {family} network is recovered from its "
+                         "weights: use method='weights'")
+    tol = 1e-4 if tol is None else check_float("tol", tol, 0.0)
+    check_int("num_probes", num_probes, 1), check_int("seed", seed, 0)
+    first = model if isinstance(model, MultiHeadAttention) else model.layers[0]
+    if x is None:
+        x = torch.randn(num_probes, *first.in_shape, generator=torch.Generator().manual_seed(seed))
+    if family == "conv":
+        return recover_conv_actions(model, x, rho_in, rho_out, group=group, tol=tol, seed=seed)
+    if isinstance(model, MultiHeadAttention):
+        return AttentionNetworkActions([recover_attention_action(model, rho_in, x, out_features=rho_out, tol=tol)])
+    return AttentionNetworkActions(recover_attention_network(model, rho_in, x, out_features=rho_out, tol=tol))
+
+
+def latent_actions(model, rho_in: Action | None, rho_out: Action | None, *, method: str = "weights",
+                   x: Tensor | None = None, tol: float | None = None, reduce: bool = True, num_probes: int = 256,
+                   seed: int = 0, samples: int | Tensor = 100_000, fit_fraction: float = 0.5, ridge: float = 0.0,
+                   solver: str | None = None, noise_scale: float = 1.0, sampling: str = "inputs",
+                   group: FiniteGroup | None = None) -> RecoveryResult:
+    """Recover the latent actions k_i(g) of an equivariant network and diagnose them.
+
+    Dispatches by model family (:func:`model_family`): an MLP goes through ``method``;
+    a network of ``SameConv`` layers to :func:`~eqlib.latent.conv.recover_conv_actions`
+    (result ``ConvLatentActions``); a MultiHeadAttention layer or a Model of them to
+    :func:`~eqlib.latent.recover_attention_action` /
+    :func:`~eqlib.latent.recover_attention_network` (result
+    :class:`~eqlib.latent.result.AttentionNetworkActions`). Every result has ``ok``,
+    ``layer_errors`` and ``summary()`` (:class:`~eqlib.latent.result.RecoveryResult`).
 
     Args:
-        model: an :class:`~eqlib.models.MLP` (Dense layers) of depth L.
-        rho_in, rho_out: the actions of G on the input V_0 and the output V_L.
+        model: an :class:`~eqlib.models.MLP` (Dense layers) of depth L, a conv network
+            or an attention layer/network.
+        rho_in, rho_out: the actions of G on the input V_0 and the output V_L (conv:
+            channel actions, None for none; attention: the token action and the action on
+            output features, None for the default).
         method: ``"weights"`` (the constructive proof: match rows of the weights),
             ``"activations"`` (match units of f_{≤i}(x) and f_{≤i}(g x) on inputs x) or
             ``"lstsq"`` (fit unconstrained linear maps A_i(g) with
@@ -71,9 +132,10 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
             so weakly identifiable networks (dead, constant or cloned units) work: the
             homomorphisms k̃_i: G → K̃_i are recovered on the reduced network and lifted
             to V_i (the weak case of the theorem; see :class:`~eqlib.latent.LatentActions`).
-        num_probes, seed: default probes.
+        num_probes, seed: default probes (seeded Gaussian inputs of the model's input shape).
         samples, fit_fraction, ridge, solver, noise_scale, sampling: (``"lstsq"``) as in
             :func:`~eqlib.latent.linear_equivariance_error`.
+        group: (conv) the group when both actions are None (default cyclic(4)).
 
     Returns:
         :class:`~eqlib.latent.LatentActions`: the actions, each layer's equivariance error under them,
@@ -99,6 +161,9 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {METHODS}")
+    family = model_family(model)
+    if family in ("conv", "attention"):
+        return _other_family(family, model, rho_in, rho_out, method, x, tol, num_probes, seed, group)
     for name, rho in (("rho_in", rho_in), ("rho_out", rho_out)):
         if not isinstance(rho, Action):
             raise TypeError(f"{name} must be an eqlib Action, got {type(rho).__name__}")
@@ -126,19 +191,21 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
     if x is None:
         x = _probes(model, num_probes, seed)
     x = x.reshape(x.shape[0], -1)
-    e2e = check_equivariance(model, rho_in, rho_out, x)
-    e2e_err = max(e2e.values())
+    e2e_err = _end_to_end_error(model, rho_in, rho_out, x)
     equivariant = e2e_err <= tol
     L = len(layers)
+    groups = hidden_groups(model, matching=method != "lstsq")  # K_i, built once per layer
     in_group = [0.0] * (L - 1)
-    reduction, reduced_actions, reduced_errs = None, None, None
+    reduction, reduced_actions, reduced_errs, live = None, None, None, None
 
     if method == "weights":
         degenerate = maybe_degenerate(model)
         reduction = _reduce(model, notes, degenerate) if reduce else None
         target = model if reduction is None else reduction.model
         live = None if reduction is None else reduction.live
-        actions, residuals, ambiguous = recover_by_weights(target, rho_in, rho_out, tol, check_clones=degenerate)
+        target_groups = groups if reduction is None else hidden_groups(target)
+        actions, residuals, ambiguous = recover_by_weights(target, rho_in, rho_out, tol, check_clones=degenerate,
+                                                           groups=target_groups)
         for i, n in enumerate(ambiguous, start=1):
             if n:
                 notes.append(f"layer {i}: {n} units have parallel rows [w | b] (clones) or are zero: "
@@ -148,40 +215,24 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
             reduced_errs = layer_errors(target, rho_in, rho_out, actions, x)
             actions = [lift_action(a, reduction.alpha[i + 1], reduction.alpha_star[i + 1])
                        for i, a in enumerate(actions)]
-            in_group = [_distance_to_group(layers[i].activation, a, G) for i, a in enumerate(actions)]
+            in_group = [_distance_to_group(K, a) for K, a in zip(groups, actions)]
         match = list(residuals)
         failed = [i + 1 for i, r in enumerate(residuals) if not r <= tol]
         failed += [i + 1 for i, n in enumerate(ambiguous) if n and i + 1 not in failed]
     elif method == "activations":
-        for l in layers[:-1]:
-            layer_kind(l.activation)  # clear error for linear hidden layers
-        actions, residuals = recover_by_activations(model, rho_in, x)
+        actions, residuals = recover_by_activations(model, rho_in, x, groups=groups)
         match = list(residuals)
         failed = [i + 1 for i, r in enumerate(residuals) if not r <= tol]
     else:
-        actions, match, failed = [], [], []
-        for i in range(1, L):
-            mats = []
-            worst, dist = 0.0, 0.0
-            prefix = model.prefix(i)
-            for g in G:
-                F, Fg = paired_features(prefix, rho_in, g, samples, seed, noise_scale, sampling=sampling)
-                fit = fit_linear_action(F, Fg, fit_fraction, ridge, solver)
-                mats.append(fit.A.cpu())
-                worst = max(worst, fit.median_error)
-                act = layers[i - 1].activation
-                if act != "identity":
-                    _, dd = symmetry_group(act, fit.A.shape[0]).project(fit.A)
-                    dist = max(dist, dd / float(fit.A.norm().clamp_min(1e-12)))
-            actions.append(dense_action(G, torch.stack(mats)))
-            match.append(worst)
-            in_group[i - 1] = dist
-            if not worst <= tol:
-                failed.append(i)
+        linear = [activation_record(l.activation).linear for l in layers[:-1]]
+        actions, match, in_group = recover_by_lstsq(
+            model, rho_in, [None if lin else K for lin, K in zip(linear, groups)], samples=samples, seed=seed,
+            noise_scale=noise_scale, sampling=sampling, fit_fraction=fit_fraction, ridge=ridge, solver=solver)
+        failed = [i for i, worst in enumerate(match, start=1) if not worst <= tol]
         notes.append("lstsq actions are unconstrained linear maps; 'distance to K_i' is the relative Frobenius "
                      "distance to the nearest element of the layer's symmetry group")
 
-    errs = layer_errors(model, rho_in, rho_out, actions, x, live=live if method == "weights" else None)
+    errs = layer_errors(model, rho_in, rho_out, actions, x, live=live)
     if method != "weights":
         last = float(errs[-1].max())
         match.append(last)
@@ -209,11 +260,28 @@ def latent_actions(model, rho_in: Action, rho_out: Action, method: str = "weight
                          reduced_layer_errors=reduced_errs)
 
 
-def _distance_to_group(activation: str, action, G) -> float:
+def _end_to_end_error(model, rho_in: Action, rho_out: Action, x: Tensor) -> float:
+    """max_g ‖f(ρ_in(g) x) − ρ_out(g) f(x)‖ / ‖f(x)‖ (the error of
+    :func:`eqlib.actions.check_equivariance`), with one forward pass over every g·x."""
+    elements = list(rho_in.group)
+    with torch.no_grad():
+        out = model(torch.cat([x] + [rho_in.act(g, x) for g in elements]))
+        n = x.shape[0]
+        fx, fgx = out[:n], out[n:].reshape(len(elements), n, *out.shape[1:])
+        check_finite("f(x)", fx)
+        scale = fx.norm().clamp_min(1e-12)
+        worst = 0.0
+        for j, g in enumerate(elements):
+            res = fgx[j] - rho_out.act(g, fx)
+            check_finite(f"f(rho_in({g.name}) x)", res)
+            worst = max(worst, (res.norm() / scale).item())
+    return worst
+
+
+def _distance_to_group(K, action) -> float:
     """max_g relative Frobenius distance of k(g) to the layer's symmetry group K_i."""
-    K = symmetry_group(activation, action.dim)
     dist = 0.0
-    for g in G:
+    for g in action.group:
         M = action.matrix(g).float()
         dist = max(dist, K.project(M)[1] / float(M.norm().clamp_min(1e-12)))
     return dist

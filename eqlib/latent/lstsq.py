@@ -34,11 +34,12 @@ import torch
 from ..actions import Action
 from ..groups import GroupElement
 from ..models.base import Model
-from ..models.mlp import ACTIVATIONS, MLP, Dense
+from ..models.mlp import MLP, Dense
 from ..validation import check_bool, check_choice, check_float, check_int, check_tensor
+from .result import dense_action
 
 __all__ = ["LinearFit", "SAMPLINGS", "fit_linear_action", "linear_equivariance_error", "paired_features",
-           "relative_errors", "row_space_factor"]
+           "recover_by_lstsq", "relative_errors", "row_space_factor"]
 
 Tensor = torch.Tensor
 
@@ -213,18 +214,8 @@ def _adjoint_first_layer(model_prefix: Callable[[Tensor], Tensor], act: Action, 
     return torch.cat([W, Wg]), (torch.cat([b, b]) if b is not None else None), [first, *layers[1:]]
 
 
-_IN_PLACE = {"tanh": torch.tanh_, "relu": torch.relu_, "sigmoid": torch.sigmoid_, "identity": lambda z: z}
-
 #: the ``sampling`` choices of :func:`paired_features` (generated inputs or the row space)
 SAMPLINGS = ("inputs", "row_space", "auto")
-
-
-def _activate_(name: str, z: Tensor) -> Tensor:
-    """σ(z), in place where torch has an in-place σ (same numbers as ``ACTIVATIONS[name]``)."""
-    f = _IN_PLACE.get(name)
-    if f is not None:
-        return f(z)
-    return z.copy_(ACTIVATIONS[name](z))
 
 
 def row_space_factor(M: Tensor) -> Tensor:
@@ -370,7 +361,7 @@ def paired_features(
                     torch.mm(y, Mk, out=out)
                 else:
                     torch.addmm(b, y, Mk, out=out)
-                _activate_(first.activation, out)
+                first.sigma.apply_(out)
             if rest:
                 for layer in rest:
                     pair = layer(pair)
@@ -428,3 +419,43 @@ def linear_equivariance_error(
     F, Fg = paired_features(model_prefix, act, g, samples, seed, noise_scale, chunk_size,
                             input_shape=input_shape, sampling=sampling)
     return fit_linear_action(F, Fg, fit_fraction, ridge, solver)
+
+
+def recover_by_lstsq(model, rho_in: Action, groups, *, samples: int | Tensor = 100_000, seed: int = 0,
+                     noise_scale: float = 1.0, sampling: str = "inputs", fit_fraction: float = 0.5,
+                     ridge: float = 0.0, solver: str | None = None):
+    """Fit, for every hidden layer i and g, an unconstrained linear A_i(g) with
+    ``A_i f_{≤i}(y) ≈ f_{≤i}(g y)`` on noise samples (:func:`paired_features`,
+    :func:`fit_linear_action`).
+
+    Args:
+        model: an MLP (Dense layers) of depth L.
+        rho_in: the input action.
+        groups: per hidden layer its group K_i, or None for a linear layer (no distance
+            to K_i is measured).
+        samples, seed, noise_scale, sampling: of :func:`paired_features`.
+        fit_fraction, ridge, solver: of :func:`fit_linear_action`.
+
+    Returns:
+        (actions, residuals, distances): one dense action per hidden layer; per hidden
+        layer the max over g of the held-out median relative error; per hidden layer the
+        max over g of the relative Frobenius distance of A_i(g) to K_i.
+
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
+    """
+    G = rho_in.group
+    actions, residuals, distances = [], [], []
+    for i, K in enumerate(groups, start=1):
+        mats, worst, dist = [], 0.0, 0.0
+        prefix = model.prefix(i)
+        for g in G:
+            F, Fg = paired_features(prefix, rho_in, g, samples, seed, noise_scale, sampling=sampling)
+            fit = fit_linear_action(F, Fg, fit_fraction, ridge, solver)
+            mats.append(fit.A.cpu())
+            worst = max(worst, fit.median_error)
+            if K is not None:
+                dist = max(dist, K.project(fit.A)[1] / float(fit.A.norm().clamp_min(1e-12)))
+        actions.append(dense_action(G, torch.stack(mats)))
+        residuals.append(worst)
+        distances.append(dist)
+    return actions, residuals, distances

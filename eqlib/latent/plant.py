@@ -32,7 +32,8 @@ import torch
 
 from ..actions import Action, equivariant_basis, reynolds
 from ..groups import FiniteGroup
-from ..models.mlp import MLP, ODD_ACTIVATIONS
+from ..models.activation import activation_record
+from ..models.mlp import MLP
 from ..symmetries import SymmetryElement, apply_symmetry, symmetry_group
 from ..validation import check_bool, check_float, check_int, check_sequence
 from .result import MonomialAction
@@ -162,10 +163,10 @@ def plant_equivariant(group: FiniteGroup, rho_in: Action, rho_out: Action, width
     if rho_in.dim != widths[0] or rho_out.dim != widths[-1]:
         raise ValueError(f"rho_in acts on R^{rho_in.dim} and rho_out on R^{rho_out.dim}, widths are {widths}")
     if hidden is None:
-        hidden = "signed_permutation" if activation in ODD_ACTIVATIONS else "permutation"
+        hidden = "signed_permutation" if activation_record(activation).odd else "permutation"
     if hidden not in ("signed_permutation", "permutation"):
         raise ValueError(f"hidden must be 'signed_permutation' or 'permutation', got {hidden!r}")
-    if hidden == "signed_permutation" and activation not in ODD_ACTIVATIONS:
+    if hidden == "signed_permutation" and not activation_record(activation).odd:
         raise ValueError(f"signed hidden representations need an odd activation (tanh); {activation!r} does not "
                          "commute with sign flips: use hidden='permutation'")
     L = len(widths) - 1

@@ -4,6 +4,7 @@ Chapter: *The main theorem* (book/part2/06_main_theorem).
 """
 from __future__ import annotations
 
+import abc
 import warnings
 
 from dataclasses import dataclass, field
@@ -16,9 +17,64 @@ from ..groups import FiniteGroup, GroupElement
 from ..symmetries import SymmetryElement
 from ..validation import check_int, check_sequence, check_tensor
 
-__all__ = ["MonomialAction", "LatentActions", "layer_errors", "homomorphism_error"]
+__all__ = ["RecoveryResult", "AttentionNetworkActions", "MonomialAction", "LatentActions", "layer_errors",
+           "homomorphism_error"]
 
 Tensor = torch.Tensor
+
+
+class RecoveryResult(abc.ABC):
+    """The base every latent-action recovery result shares, whatever the model family.
+
+    Every result has ``ok`` (the network is equivariant and every layer is equivariant
+    under the recovered actions), ``layer_errors`` (an array whose first axis is the
+    layer: each layer's equivariance error under the recovered actions) and a readable
+    ``summary()``. :class:`LatentActions` (MLPs), ``ConvLatentActions`` (conv networks)
+    and :class:`AttentionNetworkActions` (attention networks) implement it.
+
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
+    """
+
+    layer_errors: np.ndarray
+
+    @property
+    @abc.abstractmethod
+    def ok(self) -> bool:
+        """The network is equivariant and every layer is, under the recovered actions."""
+
+    @abc.abstractmethod
+    def summary(self) -> str:
+        """A readable report."""
+
+
+class AttentionNetworkActions(RecoveryResult):
+    """The latent actions of an attention network, one attention report per layer.
+
+    Attributes:
+        layers: one ``AttentionLatentAction`` per layer (what
+            ``recover_attention_network`` returns), each with its own ``summary()``.
+        layer_errors: (L,) each layer's worst residual.
+
+    Chapter: *Attention* (book/part2/08_attention).
+    """
+
+    def __init__(self, layers: list):
+        self.layers = list(layers)
+        self.layer_errors = np.array([r.worst_residual() for r in self.layers])
+
+    @property
+    def ok(self) -> bool:
+        return all(r.equivariant for r in self.layers)
+
+    def summary(self) -> str:
+        lines = [f"latent actions of an attention network of depth {len(self.layers)}: "
+                 + ("LAYERWISE EQUIVARIANT" if self.ok else "NOT layerwise equivariant")]
+        for i, r in enumerate(self.layers, start=1):
+            lines += [f"  layer {i}: " + r.summary().replace("\n", "\n  ")]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.summary()
 
 
 class MonomialAction(Action):
@@ -155,7 +211,7 @@ def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x
 
 
 @dataclass
-class LatentActions:
+class LatentActions(RecoveryResult):
     """Recovered latent actions k_i(g) of a network and their diagnostics.
 
     Attributes:

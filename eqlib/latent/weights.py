@@ -42,13 +42,15 @@ import torch
 
 from ..actions import Action, PermutationAction
 from ..groups import GroupElement
+from ..models.activation import activation_record
 from ..models.mlp import Dense
-from ..symmetries import SymmetryElement, symmetry_group
+from ..symmetries import SymmetryElement, SymmetryGroup
 from ..validation import check_bool, check_float
 from .result import MonomialAction, dense_action
 from .units import match_units
 
-__all__ = ["maybe_degenerate", "lift_action", "mlp_layers", "layer_kind", "recover_by_weights", "monomial_of"]
+__all__ = ["maybe_degenerate", "lift_action", "mlp_layers", "layer_kind", "hidden_groups", "recover_by_weights",
+           "monomial_of"]
 
 Tensor = torch.Tensor
 
@@ -74,8 +76,8 @@ def mlp_layers(model) -> list[Dense]:
     return layers
 
 
-def layer_kind(activation: str) -> str:
-    """The kind of K_i for activation σ (see :func:`eqlib.symmetries.symmetry_group`).
+def layer_kind(activation) -> str:
+    """The kind of K_i for activation σ (a name or its record; see :func:`eqlib.symmetries.symmetry_group`).
 
     Raises:
         ValueError: for ``"identity"``: a linear hidden layer has K = GL(d), so rows
@@ -83,10 +85,30 @@ def layer_kind(activation: str) -> str:
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
-    if activation == "identity":
+    sigma = activation_record(activation)
+    if sigma.linear:
         raise ValueError("a hidden layer without nonlinearity has symmetry group GL(d): its latent action "
                          "is not determined by matching units; use method='lstsq'")
-    return symmetry_group(activation, 1).kind
+    return sigma.kind
+
+
+def hidden_groups(model, matching: bool = True) -> list[SymmetryGroup]:
+    """K_1, …, K_{L−1}: each hidden layer's intertwiner group, built once from its
+    activation record (``eqlib.models.activation.Activation``).
+
+    Args:
+        model: an MLP of Dense layers.
+        matching: the groups are for matching units (``"weights"``, ``"activations"``):
+            a linear hidden layer (K = GL(d)) is then an error.
+
+    Raises:
+        ValueError: with ``matching``, for a hidden layer without nonlinearity.
+
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
+    """
+    layers = mlp_layers(model)
+    kinds = [layer_kind(l.activation) if matching else activation_record(l.activation).kind for l in layers[:-1]]
+    return [SymmetryGroup(k, l.out_dim) for k, l in zip(kinds, layers)]
 
 
 def monomial_of(action: Action, g: GroupElement) -> SymmetryElement | None:
@@ -159,7 +181,8 @@ def _rel(a: Tensor, b: Tensor) -> float:
     return float((a - b).norm() / a.norm().clamp_min(1e-12))
 
 
-def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4, check_clones: bool = True):
+def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4, check_clones: bool = True, *,
+                       groups: list[SymmetryGroup] | None = None):
     """Recover k_i(g) for every hidden layer and every g from the weights (no reduction).
 
     Args:
@@ -168,6 +191,7 @@ def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4
         tol: relative tolerance of the weight relations.
         check_clones: count units with parallel rows (skip when
             ``maybe_degenerate`` already said there are none).
+        groups: the hidden layers' groups K_i (``hidden_groups``); built here if None.
 
     Returns:
         (actions, residuals, ambiguous): one :class:`~eqlib.latent.MonomialAction` per hidden layer;
@@ -179,8 +203,8 @@ def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4
     check_float("tol", tol, 0.0), check_bool("check_clones", check_clones)
     layers = mlp_layers(model)
     L, G = len(layers), rho_in.group
-    kinds = [layer_kind(l.activation) for l in layers[:-1]]
-    flags = [_MATCH_FLAGS[k] for k in kinds]
+    groups = hidden_groups(model) if groups is None else groups
+    flags = [_MATCH_FLAGS[K.kind] for K in groups]
     with torch.no_grad():
         Bs = [_with_bias(l, l.weight.detach()) for l in layers]
         ambiguous = [_clone_ambiguity(Bs[i], flags[i][0], tol) if check_clones else 0 for i in range(L - 1)]

@@ -15,11 +15,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .activation import Activation, activation_record
 from .base import Layer, Model
 
 __all__ = ["SameConv", "conv_net"]
 
-_ACTIVATIONS = {"tanh": torch.tanh, "linear": lambda z: z}
+#: the activations a SameConv accepts → their records ("linear" is the identity)
+_ACTIVATIONS = {"tanh": activation_record("tanh"), "linear": activation_record("identity")}
 
 
 class SameConv(Layer):
@@ -61,7 +63,12 @@ class SameConv(Layer):
         return F.conv2d(x, self.weight, self.bias, padding=self.weight.shape[-1] // 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return _ACTIVATIONS[self.activation](self.preactivation(x))
+        return self.sigma.fn(self.preactivation(x))
+
+    @property
+    def sigma(self) -> Activation:
+        """The layer's ``eqlib.models.activation.Activation`` record."""
+        return _ACTIVATIONS[self.activation]
 
     def extra_repr(self) -> str:
         c_out, c_in, k, _ = self.weight.shape

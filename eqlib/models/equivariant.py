@@ -24,7 +24,8 @@ from ..actions import (Action, DirectSum, PermutationAction, _check_pair, equiva
                        trivial)
 from ..validation import check_bool, check_tensor, show
 from .base import Layer
-from .mlp import ACTIVATIONS, ODD_ACTIVATIONS, FlatModel, _generator, layer_activations
+from .activation import activation_record
+from .mlp import ACTIVATIONS, FlatModel, _generator, layer_activations
 
 __all__ = ["IntertwinerProjection", "GroupAverage", "EquivariantDense", "EquivariantMLP"]
 
@@ -71,13 +72,13 @@ class GroupAverage(nn.Module):
 
 
 def _pointwise_ok(rho: Action, activation: str) -> bool:
-    if activation == "identity":
+    if activation_record(activation).linear:
         return True
     if isinstance(rho, DirectSum):
         return all(_pointwise_ok(p, activation) for p in rho.parts)
     if not isinstance(rho, PermutationAction):
         return False
-    return rho.signs is None or activation in ODD_ACTIVATIONS
+    return rho.signs is None or activation_record(activation).odd
 
 
 class EquivariantDense(Layer):

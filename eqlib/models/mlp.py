@@ -14,19 +14,15 @@ from torch import nn
 
 from ..seeds import torch_generator
 from ..validation import check_bool, check_float, check_int, check_tensor, show
+from .activation import ACTIVATION_RECORDS, Activation, activation_record
 from .base import Layer, Model
 
 __all__ = ["ACTIVATIONS", "ODD_ACTIVATIONS", "Dense", "MLP", "FlatModel", "layer_activations"]
 
-ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "tanh": torch.tanh,
-    "relu": F.relu,
-    "gelu": F.gelu,
-    "sigmoid": torch.sigmoid,
-    "identity": lambda z: z,
-}
+#: σ by name (a view of the ``eqlib.models.activation.Activation`` records)
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {n: a.fn for n, a in ACTIVATION_RECORDS.items()}
 #: activations with σ(−z) = −σ(z)
-ODD_ACTIVATIONS = frozenset({"tanh", "identity"})
+ODD_ACTIVATIONS = frozenset(n for n, a in ACTIVATION_RECORDS.items() if a.odd)
 
 
 _generator = torch_generator  # seed=None means eqlib.seeds.DEFAULT_SEED
@@ -84,12 +80,17 @@ class Dense(Layer):
         self.weight = nn.Parameter((torch.rand(out_dim, in_dim, generator=gen) * 2 - 1) * bound * init_scale)
         self.bias = nn.Parameter((torch.rand(out_dim, generator=gen) * 2 - 1) * bound) if bias else None
 
+    @property
+    def sigma(self) -> Activation:
+        """The layer's ``eqlib.models.activation.Activation`` record."""
+        return activation_record(self.activation)
+
     def preactivation(self, x: torch.Tensor) -> torch.Tensor:
         """W x + b."""
         return F.linear(x, self.weight, self.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return ACTIVATIONS[self.activation](self.preactivation(x))
+        return self.sigma.fn(self.preactivation(x))
 
     def extra_repr(self) -> str:
         return f"{self.in_dim} → {self.out_dim}, σ={self.activation}, bias={self.bias is not None}"
