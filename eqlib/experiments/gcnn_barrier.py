@@ -61,6 +61,7 @@ from ..matching import (apply_permutation, interpolate, involution_distance, mat
                         reset_bn)
 from ..models.cnn import VGG, MirrorGCNN, conv_layers, flip_filters, mirror_invariance_error
 from ..train import TrainConfig, cached_train, evaluate_accuracy, prepare_images
+from ..validation import check_tensor
 from . import html_table, protocol
 
 __all__ = ["VARIANTS", "BarrierBudget", "BUDGETS", "MergeData", "load_merge_data", "build_network",
@@ -176,7 +177,15 @@ class MergeData:
     def from_images(cls, match_images: torch.Tensor, test_images: torch.Tensor, test_labels: torch.Tensor
                     ) -> "MergeData":
         """Build from uint8 training images (their mirrors are added) and the test split."""
-        x = prepare_images(match_images)
+        try:
+            x = prepare_images(match_images)
+        except (TypeError, ValueError) as exc:  # name the argument: prepare_images calls it images
+            raise type(exc)(f"match_images: {exc}") from None
+        check_tensor("test_images", test_images, ndim=4, nonempty=True)
+        check_tensor("test_labels", test_labels, dtype="integer", ndim=1)
+        if len(test_labels) != len(test_images):
+            raise ValueError(f"test_labels must hold one label per test image ({len(test_images)}), "
+                             f"got {len(test_labels)}")
         return cls(torch.cat([x, x.flip(-1)]), test_images, test_labels)
 
 

@@ -42,11 +42,20 @@ class IntertwinerProjection(nn.Module):
         self.register_buffer("basis", basis.detach().clone())  # (k, d_out, d_in)
 
     def forward(self, W: torch.Tensor) -> torch.Tensor:
+        W = self._check(W)
         coef = torch.einsum("kij,ij->k", self.basis, W)
         return torch.einsum("k,kij->ij", coef, self.basis)
 
     def right_inverse(self, W: torch.Tensor) -> torch.Tensor:
-        return W  # assigning an equivariant W stores W itself
+        return self._check(W)  # assigning an equivariant W stores W itself
+
+    def _check(self, W: torch.Tensor) -> torch.Tensor:
+        """W a real float (d_out, d_in) tensor with data, on the basis' device, in its dtype (a
+        meta W gave uninitialised numbers, a list was stored as the weight, float16 crashed)."""
+        check_tensor("W", W, dtype="float", ndim=2, device=self.basis.device)
+        if tuple(W.shape) != tuple(self.basis.shape[1:]):
+            raise ValueError(f"W must have shape {tuple(self.basis.shape[1:])}, got {tuple(W.shape)}")
+        return W.to(self.basis.dtype)
 
 
 class GroupAverage(nn.Module):
