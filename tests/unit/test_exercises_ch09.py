@@ -123,3 +123,14 @@ def test_residual_checker_leaky():
     assert "−2 I" not in message and "(1 + a) z" not in message   # the message gives no answer
     with pytest.raises(ExerciseError, match="shape"):
         check_residual_invariant(right.T, W1, x, slope=0.2)
+
+
+def test_residual_checker_refuses_a_scaled_up_wrong_answer():
+    """A W2 with W2 W1 = 0 scaled by 10^6 makes ‖f(x)‖ huge; relative to ‖f(x)‖ it passed."""
+    W1 = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(40, 3, generator=torch.Generator().manual_seed(2))
+    null = torch.linalg.svd(W1.T, full_matrices=True).Vh[3:]     # rows n with n W1 = 0
+    W2 = 1e6 * torch.randn(3, 2, generator=torch.Generator().manual_seed(3)) @ null
+    assert (W2 @ W1).norm() < 1e-4 * W2.norm() * W1.norm()       # W2 W1 = 0 up to rounding
+    with pytest.raises(ExerciseError, match="hint: compute"):
+        check_residual_invariant(W2, W1, x)
