@@ -51,7 +51,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..actions import mirror as mirror_action
 from ..analysis import (AXES, CATEGORIES, NETWORKS, PAPER_TABLE, PROBES, FilterPairing,
                         ablation_html, ablation_text, end_to_end_error, equivariance_table,
                         filter_pairing, input_spectrum, mirror_symmetric_spectrum,
@@ -59,10 +58,12 @@ from ..analysis import (AXES, CATEGORIES, NETWORKS, PAPER_TABLE, PROBES, FilterP
                         whitening)
 from ..data import CIFAR10, load_cifar10, subset
 from ..device import default_device
+from ..images import mirror as mirror_action
+from ..images import mirror_images, patchify, prepare_images, unpatchify
 from ..latent import fit_linear_action, linear_equivariance_error
-from ..latent.attention import patch_mirror_action, patchify, recover_attention_action, unpatchify
+from ..latent.attention import patch_mirror_action, recover_attention_action
 from ..models import MLP, AttentionNetwork
-from ..train import TrainConfig, TrainResult, cached_train, mirror_images, prepare_images
+from ..train import TrainConfig, TrainResult, cached_train
 from . import protocol, writable_folder
 
 __all__ = [
@@ -625,8 +626,8 @@ def _filter_similarity(W1: torch.Tensor) -> float:
 def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.Tensor,
                 seed: int) -> tuple[dict[str, Any], nn.Module]:
     """Train one Tanh autoencoder on rows of ``X`` (already in its input space), measure it;
-    return (row, model)."""
-    torch.manual_seed(seed)
+    return (row, model). Every draw comes from the seeded generators below (and ``build_mlp``'s
+    own): the global generators are left alone."""
     model = build_mlp("tanh", "autoencode", s.hidden, seed=seed, first_init_scale=s.first_init_scale)
     first = model.layers[0].weight
     if s.first_norm > 0:

@@ -35,15 +35,13 @@ from ..actions import (Action, MatrixAction, PermutationAction, check_homomorphi
 from ..groups import FiniteGroup, GroupElement, flip
 from ..models.attention import AttentionNetwork, MultiHeadAttention
 from ..models.base import Model
-from ..validation import check_bool, check_float, check_int, check_shape, check_tensor, show
+from ..validation import check_bool, check_float, check_int, check_tensor, show
 from ..symmetries import random_invertible, apply_attention_symmetry, sample_attention_symmetry
 from .result import MonomialAction
 
 __all__ = [
     "TokenAction",
     "patch_mirror_action",
-    "patchify",
-    "unpatchify",
     "head_products",
     "transport_parameters",
     "match_heads",
@@ -171,45 +169,12 @@ class TokenAction(Action):
         return y
 
 
-def patchify(images: Tensor, patch: int) -> Tensor:
-    """Cut images (N, C, H, W) into tokens (N, (H/p)(W/p), C p p), row-major over the grid.
-
-    Chapter: *Attention*.
-    """
-    check_tensor("images", images, ndim=4)
-    patch = check_int("patch", patch, 1)
-    N, C, H, W = images.shape
-    if H % patch or W % patch:
-        raise ValueError(f"image size {H}×{W} is not a multiple of the patch size {patch}")
-    x = images.reshape(N, C, H // patch, patch, W // patch, patch)
-    return x.permute(0, 2, 4, 1, 3, 5).reshape(N, (H // patch) * (W // patch), C * patch * patch)
-
-
-def unpatchify(tokens: Tensor, shape: tuple[int, int, int], patch: int) -> Tensor:
-    """Inverse of :func:`patchify`: tokens (N, n, C p p) → images (N, C, H, W).
-
-    Chapter: *Attention*.
-    """
-    C, H, W = check_shape("shape", shape, 3)
-    patch = check_int("patch", patch, 1)
-    check_tensor("tokens", tokens, ndim=3)
-    if H % patch or W % patch:
-        raise ValueError(f"image size {H}×{W} is not a multiple of the patch size {patch}")
-    want = ((H // patch) * (W // patch), C * patch * patch)
-    if tuple(tokens.shape[1:]) != want:
-        raise ValueError(f"tokens must have shape (N, {want[0]}, {want[1]}) for images {tuple(shape)} and patch "
-                         f"{patch}, got {tuple(tokens.shape)}")
-    N = tokens.shape[0]
-    x = tokens.reshape(N, H // patch, W // patch, C, patch, patch)
-    return x.permute(0, 3, 1, 4, 2, 5).reshape(N, C, H, W)
-
-
 def patch_mirror_action(shape: tuple[int, int, int], patch: int) -> TokenAction:
     """The horizontal mirror Z2 acting on patch tokens of images of ``shape`` (C, H, W).
 
     Mirroring the image permutes the patches (column j ↔ last − j of the grid) and
     mirrors the pixels inside each patch, so that
-    ``patchify(flip(x)) = action.act(m, patchify(x))``.
+    ``patchify(flip(x)) = action.act(m, patchify(x))`` (``eqlib.images.patchify``).
 
     Chapter: *Attention*.
     """
