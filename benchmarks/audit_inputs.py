@@ -641,7 +641,7 @@ bad("prepare_images(mean nan)", "mean", lambda: images.prepare_images(IMG32, mea
 bad("prepare_images(std negative)", "std", lambda: images.prepare_images(IMG32, std=(-1.0, 1.0, 1.0)))
 bad("prepare_images(meta)", "images", lambda: images.prepare_images(torch.zeros(2, 3, 4, 4, device="meta")))
 bad("mirror_images(axis='diag')", "axis", lambda: images.mirror_images(torch.rand(2, 3, 4, 4), "diag"))
-bad("mirror_images(3-D)", "x", lambda: images.mirror_images(torch.rand(3, 4, 4)))
+bad("mirror_images(2-D not 3072 wide)", "x", lambda: images.mirror_images(torch.rand(3, 4)))
 bad("penalty_term(kind='x')", "kind", lambda: tr.penalty_term(tiny_vgg(), torch.rand(2, 3, 8, 8), "x"))
 bad("learning_rate_at(progress=nan)", "progress", lambda: tr.learning_rate_at(tiny_cfg(), math.nan))
 bad("learning_rate_at(progress=2)", "progress", lambda: tr.learning_rate_at(tiny_cfg(), 2.0))
@@ -819,6 +819,8 @@ legit("PermutationAction.act complex x keeps complex values",
       sorted(map(abs, yz[1].flatten().tolist())))
 legit("mirror_images int images = flip", lambda: images.mirror_images(torch.arange(8).view(1, 2, 2, 2)),
       lambda y: torch.equal(y, torch.arange(8).view(1, 2, 2, 2).flip(-1)))
+legit("mirror_images one image (C, H, W) = flip", lambda: images.mirror_images(torch.arange(8).view(2, 2, 2)),
+      lambda y: torch.equal(y, torch.arange(8).view(2, 2, 2).flip(-1)))
 legit("reynolds int W = reynolds float W", lambda: (actions.reynolds(torch.arange(9).view(3, 3), REG3, REG3),
                                                     actions.reynolds(torch.arange(9.0).view(3, 3), REG3, REG3)),
       lambda ab: torch.allclose(ab[0].float(), ab[1]))
