@@ -206,8 +206,8 @@ def test_empty_or_misshapen_tensors_are_clear_errors(shape):
         expect_clear(lambda v: actions.check_equivariance(lambda t: t, RHO3, RHO3, v), x, "x must")
     if len(shape) != 4 or 0 in shape or shape[1] != 3:
         expect_clear(lambda v: _train(images=v.to(torch.uint8)), x, "images")
-    if len(shape) not in (3, 4):
-        expect_clear(data.mirror, x, "mirror")
+    if len(shape) < 2 or (len(shape) == 2 and shape[1] != 3 * 32 * 32):
+        expect_clear(images.mirror_images, x, "x must be")
 
 
 @given(scale=st.floats(1.0001, 1e6), dtype=st.sampled_from([torch.float32, torch.float64]))
