@@ -39,7 +39,8 @@ def test_seed_everything_seeds_torch_numpy_and_random(seed):
     assert torch.equal(got[0], ref_t) and np.array_equal(got[1], ref_np) and got[2] == ref_py
 
 
-@pytest.mark.parametrize("bad,exc", [(-1, ValueError), (1.5, ValueError), (True, TypeError), ("0", TypeError), (2**63, ValueError)])
+@pytest.mark.parametrize("bad,exc", [(-1, ValueError), (1.5, ValueError), (True, TypeError), ("0", TypeError),
+                                     (2**63, ValueError)])
 def test_seeding_refuses_bad_seeds(bad, exc):
     with pytest.raises(exc, match="seed"):
         seeds.seed_everything(bad)
