@@ -41,7 +41,7 @@ os.environ.setdefault("EQLIB_PROGRESS", "0")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from eqlib import actions, groups, io, matching, seeds, submodels, symmetries  # noqa: E402
+from eqlib import actions, groups, images, io, matching, seeds, submodels, symmetries  # noqa: E402
 from eqlib import device as devmod  # noqa: E402
 from eqlib import train as tr  # noqa: E402
 from eqlib.analysis import probes, tables  # noqa: E402
@@ -86,7 +86,7 @@ VGGB = VGG([4, "M", 4], image_size=8, num_classes=3, seed=1)
 X3 = torch.rand(5, 3)
 IMG8 = torch.randint(0, 256, (4, 3, 8, 8), dtype=torch.uint8)
 IMG32 = torch.randint(0, 256, (4, 3, 8, 8), dtype=torch.uint8)  # small images for the trainer
-IMG8N = tr.prepare_images(IMG8)
+IMG8N = images.prepare_images(IMG8)
 LAB = torch.tensor([0, 1, 2, 1])
 K = symmetries.SymmetryElement([1, 0, 2], [1.0, 2.0, 0.5])
 MHA = MultiHeadAttention(4, 3, 3, 2, seed=0)
@@ -169,14 +169,14 @@ bad("trivial(dim=10**12)", "dim", lambda: actions.trivial(C3, 10**12))
 bad("trivial(group='C3')", "group", lambda: actions.trivial("C3"))
 bad("regular(symmetric(7))", "group", lambda: actions.regular(groups.symmetric(7)))
 bad("regular(None)", "group", lambda: actions.regular(None))
-bad("mirror(shape 2 entries)", "shape", lambda: actions.mirror((3, 8)))
-bad("mirror(shape 0)", "shape", lambda: actions.mirror((3, 0, 8)))
-bad("mirror(shape float)", "shape", lambda: actions.mirror((3, 8.5, 8)))
-bad("mirror(axis='diag')", "axis", lambda: actions.mirror((3, 8, 8), axis="diag"))
-bad("mirror(shape huge)", "shape", lambda: actions.mirror((3, 10**6, 10**6)))
-bad("image_rotations(non-square)", "shape", lambda: actions.image_rotations((3, 8, 6)))
-bad("image_dihedral(set)", "shape", lambda: actions.image_dihedral({3, 8}))
-bad("mirror_images(x 1-D)", "x", lambda: actions.mirror_images(torch.zeros(5)))
+bad("mirror(shape 2 entries)", "shape", lambda: images.mirror((3, 8)))
+bad("mirror(shape 0)", "shape", lambda: images.mirror((3, 0, 8)))
+bad("mirror(shape float)", "shape", lambda: images.mirror((3, 8.5, 8)))
+bad("mirror(axis='diag')", "axis", lambda: images.mirror((3, 8, 8), axis="diag"))
+bad("mirror(shape huge)", "shape", lambda: images.mirror((3, 10**6, 10**6)))
+bad("image_rotations(non-square)", "shape", lambda: images.image_rotations((3, 8, 6)))
+bad("image_dihedral(set)", "shape", lambda: images.image_dihedral({3, 8}))
+bad("mirror_images(x 1-D)", "x", lambda: images.mirror_images(torch.zeros(5)))
 bad("token_permutation(n_tokens=0)", "n_tokens", lambda: actions.token_permutation(C3, 0, 2))
 bad("token_permutation(token_dim=-1)", "token_dim", lambda: actions.token_permutation(C3, 3, -1))
 bad("token_permutation(n_tokens wrong for group)", "n_tokens", lambda: actions.token_permutation(C3, 2, 2))
@@ -353,8 +353,8 @@ legit("interpolate(alpha=np.float64)", lambda: matching.interpolate(VGGN, VGGN, 
 legit("apply then invert random permutations is the identity function", lambda: (
     lambda p: matching.apply_permutation(matching.apply_permutation(VGGN.eval(), p),
                                          {k: matching.invert_permutation(v) for k, v in p.items()}))(
-    matching.random_permutations(SPEC, 3)).eval()(tr.prepare_images(IMG8)),
-    lambda y: torch.allclose(y, VGGN.eval()(tr.prepare_images(IMG8)), atol=1e-5))
+    matching.random_permutations(SPEC, 3)).eval()(images.prepare_images(IMG8)),
+    lambda y: torch.allclose(y, VGGN.eval()(images.prepare_images(IMG8)), atol=1e-5))
 
 # == models ========================================================================================
 bad("MLP(widths generator)", "widths", lambda: MLP(w for w in [3, 4]))
@@ -540,10 +540,10 @@ bad("homomorphism_error(num_probes=-1)", "num_probes", lambda: lres.homomorphism
 bad("layer_errors(hidden wrong count)", "hidden", lambda: lres.layer_errors(NET, REG3, REG3, [], X3))
 bad("layer_errors(x int)", "x", lambda: lres.layer_errors(NET, REG3, REG3, [REG3], torch.ones(2, 3,
                                                                                               dtype=torch.long)))
-bad("patchify(patch=3 not dividing)", "patch", lambda: latt.patchify(torch.rand(2, 3, 8, 8), 3))
-bad("patchify(patch=0)", "patch", lambda: latt.patchify(torch.rand(2, 3, 8, 8), 0))
-bad("patchify(images 2-D)", "images", lambda: latt.patchify(torch.rand(8, 8), 2))
-bad("unpatchify(shape mismatch)", "tokens", lambda: latt.unpatchify(torch.rand(2, 16, 12), (3, 8, 6), 2))
+bad("patchify(patch=3 not dividing)", "patch", lambda: images.patchify(torch.rand(2, 3, 8, 8), 3))
+bad("patchify(patch=0)", "patch", lambda: images.patchify(torch.rand(2, 3, 8, 8), 0))
+bad("patchify(images 2-D)", "images", lambda: images.patchify(torch.rand(8, 8), 2))
+bad("unpatchify(shape mismatch)", "tokens", lambda: images.unpatchify(torch.rand(2, 16, 12), (3, 8, 6), 2))
 bad("patch_mirror_action(patch=5)", "patch", lambda: latt.patch_mirror_action((3, 8, 8), 5))
 bad("TokenAction(token_perms wrong count)", "token_perms",
     lambda: latt.TokenAction(C3, None, token_dim=2, token_perms=np.array([[0, 1, 2]])))
@@ -631,17 +631,17 @@ bad("evaluate_accuracy(device='meta')", "device", lambda: tr.evaluate_accuracy(t
 bad("evaluate_accuracy(mean wrong length)", "mean", lambda: tr.evaluate_accuracy(tiny_vgg(), IMG32, LAB,
                                                                                  mean=(0.5, 0.5)))
 bad("evaluate_accuracy(std=0)", "std", lambda: tr.evaluate_accuracy(tiny_vgg(), IMG32, LAB, std=(0, 0, 0)))
-bad("prepare_images(int64)", "images", lambda: tr.prepare_images(IMG32.long()))
-bad("prepare_images(bool)", "images", lambda: tr.prepare_images(IMG32.bool()))
-bad("prepare_images(complex)", "images", lambda: tr.prepare_images(IMG32.to(torch.cfloat)))
-bad("prepare_images(0..255 float)", "images", lambda: tr.prepare_images(IMG32.float()))
-bad("prepare_images(2-D)", "images", lambda: tr.prepare_images(IMG32[0, 0]))
-bad("prepare_images(1 channel uint8)", "images", lambda: tr.prepare_images(IMG32[:, :1]))
-bad("prepare_images(mean nan)", "mean", lambda: tr.prepare_images(IMG32, mean=(math.nan, 0.5, 0.5)))
-bad("prepare_images(std negative)", "std", lambda: tr.prepare_images(IMG32, std=(-1.0, 1.0, 1.0)))
-bad("prepare_images(meta)", "images", lambda: tr.prepare_images(torch.zeros(2, 3, 4, 4, device="meta")))
-bad("mirror_images(axis='diag')", "axis", lambda: tr.mirror_images(torch.rand(2, 3, 4, 4), "diag"))
-bad("mirror_images(3-D)", "x", lambda: tr.mirror_images(torch.rand(3, 4, 4)))
+bad("prepare_images(int64)", "images", lambda: images.prepare_images(IMG32.long()))
+bad("prepare_images(bool)", "images", lambda: images.prepare_images(IMG32.bool()))
+bad("prepare_images(complex)", "images", lambda: images.prepare_images(IMG32.to(torch.cfloat)))
+bad("prepare_images(0..255 float)", "images", lambda: images.prepare_images(IMG32.float()))
+bad("prepare_images(2-D)", "images", lambda: images.prepare_images(IMG32[0, 0]))
+bad("prepare_images(1 channel uint8)", "images", lambda: images.prepare_images(IMG32[:, :1]))
+bad("prepare_images(mean nan)", "mean", lambda: images.prepare_images(IMG32, mean=(math.nan, 0.5, 0.5)))
+bad("prepare_images(std negative)", "std", lambda: images.prepare_images(IMG32, std=(-1.0, 1.0, 1.0)))
+bad("prepare_images(meta)", "images", lambda: images.prepare_images(torch.zeros(2, 3, 4, 4, device="meta")))
+bad("mirror_images(axis='diag')", "axis", lambda: images.mirror_images(torch.rand(2, 3, 4, 4), "diag"))
+bad("mirror_images(2-D not 3072 wide)", "x", lambda: images.mirror_images(torch.rand(3, 4)))
 bad("penalty_term(kind='x')", "kind", lambda: tr.penalty_term(tiny_vgg(), torch.rand(2, 3, 8, 8), "x"))
 bad("learning_rate_at(progress=nan)", "progress", lambda: tr.learning_rate_at(tiny_cfg(), math.nan))
 bad("learning_rate_at(progress=2)", "progress", lambda: tr.learning_rate_at(tiny_cfg(), 2.0))
@@ -677,10 +677,10 @@ legit("evaluate_accuracy float64 [0,1] images", lambda: tr.evaluate_accuracy(tin
 legit("evaluate_accuracy batch_size 1 = 1000", lambda: (
     tr.evaluate_accuracy(tiny_vgg(), IMG32, LAB, batch_size=1), tr.evaluate_accuracy(tiny_vgg(), IMG32, LAB)),
     lambda ab: ab[0] == ab[1])
-legit("prepare_images float64 in [0,1]", lambda: tr.prepare_images(IMG32.double() / 255),
-      lambda y: torch.allclose(y, tr.prepare_images(IMG32), atol=1e-5))
-legit("prepare_images strided uint8", lambda: tr.prepare_images(IMG32[:, :, ::2, ::2]),
-      lambda y: torch.allclose(y, tr.prepare_images(IMG32[:, :, ::2, ::2].contiguous())))
+legit("prepare_images float64 in [0,1]", lambda: images.prepare_images(IMG32.double() / 255),
+      lambda y: torch.allclose(y, images.prepare_images(IMG32), atol=1e-5))
+legit("prepare_images strided uint8", lambda: images.prepare_images(IMG32[:, :, ::2, ::2]),
+      lambda y: torch.allclose(y, images.prepare_images(IMG32[:, :, ::2, ::2].contiguous())))
 legit("cached_train tiny, second call from cache with same weights", lambda: (
     tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB), progress=False),
     tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB), progress=False)),
@@ -817,8 +817,10 @@ legit("PermutationAction.act complex x keeps complex values",
       lambda: (REG3.act(G1, torch.tensor([[1 + 2j, 3j, 4.0]])), torch.tensor([[1 + 2j, 3j, 4.0]])),
       lambda yz: yz[0].is_complex() and sorted(map(abs, yz[0].flatten().tolist())) ==
       sorted(map(abs, yz[1].flatten().tolist())))
-legit("mirror_images int images = flip", lambda: actions.mirror_images(torch.arange(8).view(1, 2, 2, 2)),
+legit("mirror_images int images = flip", lambda: images.mirror_images(torch.arange(8).view(1, 2, 2, 2)),
       lambda y: torch.equal(y, torch.arange(8).view(1, 2, 2, 2).flip(-1)))
+legit("mirror_images one image (C, H, W) = flip", lambda: images.mirror_images(torch.arange(8).view(2, 2, 2)),
+      lambda y: torch.equal(y, torch.arange(8).view(2, 2, 2).flip(-1)))
 legit("reynolds int W = reynolds float W", lambda: (actions.reynolds(torch.arange(9).view(3, 3), REG3, REG3),
                                                     actions.reynolds(torch.arange(9.0).view(3, 3), REG3, REG3)),
       lambda ab: torch.allclose(ab[0].float(), ab[1]))

@@ -27,7 +27,8 @@ import time
 import numpy as np
 import torch
 
-from eqlib.actions import mirror, trivial
+from eqlib.actions import trivial
+from eqlib.images import mirror
 from eqlib.groups import flip
 from eqlib.latent import fit_linear_action, latent_actions, paired_features, plant_equivariant
 from eqlib.latent.lstsq import SAMPLINGS

@@ -19,15 +19,16 @@ import time
 import torch
 import torch.nn.functional as F
 
+from eqlib.images import CIFAR10_MEAN, CIFAR10_STD
 from eqlib.models import MLP
-from eqlib.train import CIFAR_MEAN, CIFAR_STD, TrainConfig, train
+from eqlib.train import TrainConfig, train
 
 
 class _PerSampleDataset(torch.utils.data.Dataset):
     def __init__(self, images, labels, seed=0):
         self.images, self.labels = images, labels
-        self.mean = torch.tensor(CIFAR_MEAN).view(3, 1, 1)
-        self.std = torch.tensor(CIFAR_STD).view(3, 1, 1)
+        self.mean = torch.tensor(CIFAR10_MEAN).view(3, 1, 1)
+        self.std = torch.tensor(CIFAR10_STD).view(3, 1, 1)
         self.gen = torch.Generator().manual_seed(seed)
 
     def __len__(self):
@@ -76,8 +77,8 @@ def bench_dataloader(images, labels, widths, batch_size, device, epochs):
 def bench_compute_bound(images, labels, widths, batch_size, device, epochs):
     model = _model(widths).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    x = ((images[:batch_size].float() / 255.0 - torch.tensor(CIFAR_MEAN).view(1, 3, 1, 1))
-         / torch.tensor(CIFAR_STD).view(1, 3, 1, 1)).to(device)
+    x = ((images[:batch_size].float() / 255.0 - torch.tensor(CIFAR10_MEAN).view(1, 3, 1, 1))
+         / torch.tensor(CIFAR10_STD).view(1, 3, 1, 1)).to(device)
     y = labels[:batch_size].to(device)
     steps = epochs * -(-len(images) // batch_size)
     t0 = time.perf_counter()

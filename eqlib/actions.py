@@ -3,8 +3,9 @@
 An :class:`Action` ``rho`` of a group G on R^d gives a matrix ``rho(g)`` for every
 element and acts on batches with ``rho.act(g, x)`` (x of shape ``(..., d)``, or
 ``(..., *rho.shape)`` for actions on images and token sequences). Permutation-like
-actions (mirrors and rotations of images, token permutations, signed permutations)
-act by indexing, so a 3072-dimensional image action never builds a dense matrix.
+actions (token permutations, signed permutations, and the mirrors and rotations of
+images built in ``eqlib.images``) act by indexing, so a 3072-dimensional image action
+never builds a dense matrix.
 
 Chapter: *Groups and actions* (book/part1/02_groups_and_actions).
 """
@@ -15,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from .groups import FiniteGroup, GroupElement, cyclic, dihedral, flip
+from .groups import FiniteGroup, GroupElement
 from .validation import check_finite, check_float, check_int, check_sequence, check_shape, check_tensor, show
 
 __all__ = [
@@ -28,11 +29,6 @@ __all__ = [
     "permutation",
     "signed_permutation",
     "regular",
-    "mirror",
-    "mirror_images",
-    "MIRROR_AXES",
-    "image_dihedral",
-    "image_rotations",
     "token_permutation",
     "check_homomorphism",
     "check_equivariance",
@@ -691,96 +687,8 @@ def regular(group: FiniteGroup) -> PermutationAction:
 MAX_ENTRIES = 2**26
 
 
-def _check_image_shape(shape: object) -> tuple[int, int, int]:
-    """An image shape (C, H, W) of positive ints holding at most ``MAX_ENTRIES`` pixels."""
-    shape = check_shape("shape", shape, 3)
-    if int(np.prod(shape)) > MAX_ENTRIES:
-        raise ValueError(f"shape must hold at most {MAX_ENTRIES} entries, got {shape}")
-    return shape
-
-
 #: the largest group order :func:`regular` builds
 REGULAR_MAX_ORDER = 1024
-
-
-def _image_index(shape: tuple[int, ...], transform: Callable[[Tensor], Tensor]) -> np.ndarray:
-    grid = torch.arange(int(np.prod(shape))).reshape(shape)
-    return transform(grid).reshape(-1).numpy()
-
-
-#: The image axis each mirror flips (the one table of mirror axes in eqlib).
-MIRROR_AXES = {"horizontal": -1, "vertical": -2}
-
-
-def _mirror_axis(axis: object) -> int:
-    if axis not in MIRROR_AXES:
-        raise ValueError(f"axis must be 'horizontal' (left-right) or 'vertical' (top-bottom), got {axis!r}")
-    return MIRROR_AXES[axis]
-
-
-def mirror_images(x: Tensor, axis: str = "horizontal", shape: tuple[int, int, int] | None = None) -> Tensor:
-    """The mirror m of :func:`mirror` acting on a batch: images (..., C, H, W), or flattened
-    images (N, C·H·W) when ``shape = (C, H, W)`` is given. Any dtype (uint8 too), any device;
-    equal to ``mirror(shape, axis).act(m, x)``, computed with one ``torch.flip``.
-
-    Chapter: *Groups and actions*; the one mirror behind eqlib.data and eqlib.train.
-    """
-    dim = _mirror_axis(axis)
-    check_tensor("x", x)
-    if shape is not None:
-        shape = _check_image_shape(shape)
-        if x.dim() != 2 or x.shape[1] != int(np.prod(shape)):
-            raise ValueError(f"flattened images of shape {tuple(shape)} must be (N, {int(np.prod(shape))}), "
-                             f"got {tuple(x.shape)}")
-        return torch.flip(x.view(-1, *shape), dims=(dim,)).reshape(x.shape)
-    if x.dim() < 3:
-        raise ValueError(f"x must be images (..., C, H, W) with at least 3 dimensions, got shape {tuple(x.shape)}; "
-                         "pass shape=(C, H, W) for flattened images")
-    return torch.flip(x, dims=(dim,))
-
-
-def mirror(shape: tuple[int, int, int], axis: str = "horizontal") -> PermutationAction:
-    """The mirror group Z2 = :func:`~eqlib.groups.flip` acting on images of shape (C, H, W).
-
-    ``axis="horizontal"`` swaps left and right (flips the width axis, the symmetry of
-    natural photographs); ``axis="vertical"`` swaps top and bottom (the control).
-
-    Chapter: *Groups and actions*.
-    """
-    shape = _check_image_shape(shape)
-    dim = _mirror_axis(axis)
-    G = flip()
-    m = _image_index(tuple(shape), lambda t: torch.flip(t, dims=(dim,)))
-    return PermutationAction.from_generators(G, {G["m"]: m}, shape=tuple(shape))
-
-
-def image_dihedral(shape: tuple[int, int, int]) -> PermutationAction:
-    """D4 acting on square images (C, H, H): r rotates by 90° counter-clockwise, s is
-    the horizontal mirror.
-
-    Chapter: *Groups and actions*.
-    """
-    shape = _check_image_shape(shape)
-    if shape[1] != shape[2]:
-        raise ValueError(f"shape must be of square images (C, H, H) for rotations by 90°, got {shape}")
-    G = dihedral(4)
-    r = _image_index(tuple(shape), lambda t: torch.rot90(t, 1, dims=(-2, -1)))
-    s = _image_index(tuple(shape), lambda t: torch.flip(t, dims=(-1,)))
-    return PermutationAction.from_generators(G, {G["r"]: r, G["s"]: s}, shape=tuple(shape))
-
-
-def image_rotations(shape: tuple[int, int, int]) -> PermutationAction:
-    """C4 acting on square images by rotations of 90°.
-
-    Chapter: *Groups and actions*.
-    """
-
-    shape = _check_image_shape(shape)
-    if shape[1] != shape[2]:
-        raise ValueError(f"shape must be of square images (C, H, H) for rotations by 90°, got {shape}")
-    G = cyclic(4)
-    r = _image_index(tuple(shape), lambda t: torch.rot90(t, 1, dims=(-2, -1)))
-    return PermutationAction.from_generators(G, {G["r"]: r}, shape=tuple(shape))
 
 
 def token_permutation(group: FiniteGroup, n_tokens: int, token_dim: int) -> PermutationAction:

@@ -1,4 +1,4 @@
-"""CIFAR-10: find it, read it safely, cache it, and transform batches on any device.
+"""CIFAR-10: find it, download it, verify it, decode it (safely) and cache it.
 
 :func:`load_cifar10` accepts the official release (the ``cifar-10-batches-py`` folder or
 ``cifar-10-python.tar.gz``) and the common image-folder layout
@@ -10,7 +10,8 @@ restricted unpickler that can only rebuild dicts, lists, strings, numbers and nu
 tampered file cannot run code. Decoded images are cached as uint8 arrays under
 ``eqlib.io.cache_dir("data")``, keyed by the source's path and each file's inode, size,
 modification and change time (ctime, which copying tools cannot preserve),
-and written atomically.
+and written atomically. Transforms of the decoded images (mirrors, rotations,
+normalisation with the CIFAR-10 statistics) live in ``eqlib.images``.
 
 Chapters: *Groups and actions* (book/part1/02_groups_and_actions) and *Reproducing the
 CIFAR-10 experiment* (book/part3/11_cifar_mlp).
@@ -38,15 +39,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .actions import mirror_images
-from .seeds import torch_generator
 from .io import CorruptFileError, atomic_write, cache_dir, warn_once
 from .validation import check_bool, check_float, check_int, check_tensor
 
 __all__ = [
     "CLASSES",
-    "CIFAR10_MEAN",
-    "CIFAR10_STD",
     "URL",
     "MD5",
     "SHA256",
@@ -60,10 +57,6 @@ __all__ = [
     "download_cifar10",
     "download_enabled",
     "safe_unpickle",
-    "mirror",
-    "random_mirror",
-    "rotate90",
-    "normalize",
     "subset",
 ]
 
@@ -71,9 +64,6 @@ __all__ = [
 CLASSES: tuple[str, ...] = (
     "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
 )
-#: Per-channel mean and standard deviation of the official training set, pixels in [0, 1].
-CIFAR10_MEAN: tuple[float, float, float] = (0.4914, 0.4822, 0.4465)
-CIFAR10_STD: tuple[float, float, float] = (0.2470, 0.2435, 0.2616)
 URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 MD5 = "c58f30108f718f92721af3b95e74349a"
 #: SHA-256 and size in bytes of the official archive (checked beside its md5).
@@ -870,92 +860,6 @@ def load_cifar10(
             _save_cache(path, x, y)
     source = str(src.path) + (f":{src.prefix}" if src.kind.endswith("tar") and src.prefix else "")
     return CIFAR10(torch.from_numpy(x), torch.from_numpy(y), CLASSES, source, split)
-
-
-# -- batch transforms (vectorized, any device) --------------------------------------------
-def _check_images(x: torch.Tensor, what: str) -> None:
-    if not isinstance(x, torch.Tensor) or x.ndim not in (3, 4):
-        raise ValueError(f"{what} expects images (N, C, H, W) or (C, H, W), got "
-                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
-
-
-def mirror(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
-    """Mirror images (N, C, H, W) or (C, H, W): :func:`eqlib.actions.mirror_images` (the
-    one mirror; kept here under its old name).
-
-    Chapters: *Groups and actions*; *Reproducing the CIFAR-10 experiment*.
-    """
-    _check_images(x, "mirror")
-    return mirror_images(x, axis)
-
-
-def random_mirror(
-    x: torch.Tensor,
-    p: float = 0.5,
-    generator: torch.Generator | int | None = None,
-    axis: str = "horizontal",
-    return_mask: bool = False,
-):
-    """Mirror each image of a batch (N, C, H, W) independently with probability ``p``.
-
-    Vectorized: one random mask (N,) and a ``torch.where``; works on any device.
-
-    Args:
-        generator: a torch.Generator on x's device, or an int seed (None: the default
-            seed 0, as everywhere in eqlib: :func:`eqlib.seeds.torch_generator`).
-        return_mask: also return the bool mask (N,) of mirrored images.
-
-    Chapter: *Reproducing the CIFAR-10 experiment* (augmentation).
-    """
-    _check_images(x, "random_mirror")
-    if x.ndim != 4:
-        raise ValueError(f"random_mirror needs a batch (N, C, H, W), got {tuple(x.shape)}")
-    p = check_float("p (a probability)", p, 0.0, 1.0)
-    generator = torch_generator(generator, device=x.device)
-    mask = torch.rand(x.shape[0], generator=generator, device=x.device) < p
-    out = torch.where(mask[:, None, None, None], mirror_images(x, axis), x)
-    return (out, mask) if return_mask else out
-
-
-def rotate90(x: torch.Tensor, k: int = 1) -> torch.Tensor:
-    """Rotate images (N, C, H, W) by k·90° counter-clockwise (the ``r`` of
-    :func:`eqlib.actions.image_dihedral`).
-
-    Chapter: *Groups and actions*.
-    """
-    _check_images(x, "rotate90")
-    k = check_int("k (quarter turns)", k)
-    return torch.rot90(x, k, dims=(-2, -1))
-
-
-def normalize(
-    x: torch.Tensor,
-    mean: Sequence[float] = CIFAR10_MEAN,
-    std: Sequence[float] = CIFAR10_STD,
-) -> torch.Tensor:
-    """uint8 images (N, C, H, W) → float32 ``(x/255 − mean) / std`` per channel.
-
-    Raises:
-        ValueError: if x is not uint8 or mean/std do not have one entry per channel.
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-    _check_images(x, "normalize")
-    if x.dtype != torch.uint8:
-        raise ValueError(f"normalize expects uint8 images in 0..255, got {x.dtype}")
-    c = x.shape[-3]
-    for name, values in (("mean", mean), ("std", std)):
-        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or len(values) != c:
-            raise ValueError(f"{name} must hold {c} numbers (one per channel), got {values!r}")
-        for i, v in enumerate(values):
-            check_float(f"{name}[{i}]", v, 0.0 if name == "std" else None, low_open=True)
-    m = torch.as_tensor(mean, dtype=torch.float32, device=x.device)
-    s = torch.as_tensor(std, dtype=torch.float32, device=x.device)
-    if m.shape != (c,) or s.shape != (c,):
-        raise ValueError(f"mean and std need {c} entries (one per channel), got {tuple(m.shape)}, {tuple(s.shape)}")
-    if not bool((s > 0).all()):
-        raise ValueError(f"std must be positive, got {s.tolist()}")
-    return (x.float() / 255.0 - m[:, None, None]) / s[:, None, None]
 
 
 def subset(dataset: CIFAR10, n: int, seed: int = 0, stratified: bool = True) -> CIFAR10:

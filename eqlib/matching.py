@@ -10,7 +10,7 @@ Convention: a permutation ``p`` (LongTensor of length C) maps a network to the o
 channel ``j`` is the old channel ``p[j]``; the network function does not change.
 
 Images given to this module are float tensors (N, 3, H, W), already normalised
-(``eqlib.train.prepare_images``); they are cut into batches and moved to the model's
+(``eqlib.images.prepare_images``); they are cut into batches and moved to the model's
 device batch by batch.
 
 Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
@@ -311,11 +311,11 @@ def _check_images(images: torch.Tensor, batch_size: int) -> int:
     check_tensor("images", images)
     if images.dim() != 4 or not images.is_floating_point():
         raise ValueError(f"images must be normalised float images (N, C, H, W), got {images.dtype} {tuple(images.shape)} "
-                         "(convert uint8 images with eqlib.train.prepare_images)")
+                         "(convert uint8 images with eqlib.images.prepare_images)")
     if images.numel() and float(images.detach().abs().max()) > IMAGE_ABS_MAX:
         raise ValueError(f"images must be normalised (values within ±{IMAGE_ABS_MAX:g}), got values up to "
                          f"{float(images.detach().abs().max()):g}: 0..255 images? convert them with "
-                         "eqlib.train.prepare_images")
+                         "eqlib.images.prepare_images")
     if images.shape[0] == 0:
         raise ValueError("images must hold at least one image, got none (shape "
                          f"{tuple(images.shape)}): the statistics of no data are undefined")

@@ -35,20 +35,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .actions import MIRROR_AXES, Action, PermutationAction, equivariance_residual
-from .actions import mirror as mirror_action
-from .actions import mirror_images as _mirror_images
-from .data import CIFAR10_MEAN, CIFAR10_STD, normalize
+from .actions import Action, PermutationAction, equivariance_residual
+from .images import CIFAR10_MEAN, CIFAR10_STD, MIRROR_AXES, check_unit_range, mirror_images, prepare_images
+from .images import mirror as mirror_action
 from .device import default_device
 from .io import (CACHE_WRITE_ERRORS, CorruptFileError, cache_dir, config_hash, content_hash, load_torch, save_torch,
                  warn_once)
 from .validation import check_bool, check_choice, check_finite, check_float, check_int, check_tensor, show
 
-__all__ = ["TrainConfig", "TrainResult", "train", "cached_train", "mirror_images", "prepare_images",
-           "penalty_term", "penalty_weight_at", "learning_rate_at", "evaluate_accuracy", "CIFAR_MEAN", "CIFAR_STD"]
-
-#: per-channel mean and standard deviation of the CIFAR-10 training images (in [0, 1])
-CIFAR_MEAN, CIFAR_STD = CIFAR10_MEAN, CIFAR10_STD
+__all__ = ["TrainConfig", "TrainResult", "train", "cached_train", "penalty_term", "penalty_weight_at",
+           "learning_rate_at", "evaluate_accuracy"]
 
 _TASKS = ("classify", "autoencode")
 _OPTIMIZERS = ("adam", "sgd")
@@ -110,8 +106,8 @@ class TrainConfig:
     penalty_start: float = 0.5
     penalty_ramp: float = 0.1
     mirror_axis: str = "horizontal"
-    mean: tuple[float, float, float] = CIFAR_MEAN
-    std: tuple[float, float, float] = CIFAR_STD
+    mean: tuple[float, float, float] = CIFAR10_MEAN
+    std: tuple[float, float, float] = CIFAR10_STD
     grad_clip: float = 0.0
     snapshot_every: int = 0
     seed: int = 0
@@ -198,45 +194,6 @@ class TrainResult:
 
 
 # --------------------------------------------------------------------------- pieces
-
-def mirror_images(x: torch.Tensor, axis: str = "horizontal") -> torch.Tensor:
-    """:func:`eqlib.actions.mirror_images` on images (N, C, H, W) or on flattened CIFAR-sized
-    images ``(N, 3·32·32)`` (MLP outputs).
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-    if x.dim() == 2:
-        if x.shape[1] != 3 * 32 * 32:
-            raise ValueError(f"flattened images must have 3·32·32 = 3072 coordinates, got {x.shape[1]}")
-        return _mirror_images(x, axis, (3, 32, 32))
-    if x.dim() != 4:
-        raise ValueError(f"x must be images (N, C, H, W) or (N, 3072), got shape {tuple(x.shape)}")
-    return _mirror_images(x, axis)
-
-
-def prepare_images(images: torch.Tensor, mean=CIFAR_MEAN, std=CIFAR_STD) -> torch.Tensor:
-    """What the trained models take: uint8 images (N, C, H, W) → :func:`eqlib.data.normalize`
-    (``mean`` and ``std`` hold one number per channel, C = 3 for the CIFAR defaults);
-    float images (in [0, 1]; 0..255 floats are refused, never normalised as if in [0, 1])
-    are normalised the same way.
-
-    Chapter: *Reproducing the CIFAR-10 experiment*.
-    """
-    check_tensor("images", images, ndim=4)
-    c = images.shape[1]
-    for name, values in (("mean", mean), ("std", std)):
-        if not isinstance(values, (str, bytes)) and hasattr(values, "__len__") and len(values) != c:
-            raise ValueError(f"images have {c} channel(s) (shape {tuple(images.shape)}) but {name} holds "
-                             f"{len(values)} numbers: mean and std need one number per channel of images")
-    if images.dtype == torch.uint8:
-        return normalize(images, mean, std)
-    if not images.is_floating_point():
-        raise TypeError(f"images must be uint8 (0..255) or float (in [0, 1]), got {images.dtype}")
-    _check_unit_range("images", images.detach())
-    m = torch.tensor(mean, device=images.device, dtype=torch.float32).view(1, c, 1, 1)
-    s = torch.tensor(std, device=images.device, dtype=torch.float32).view(1, c, 1, 1)
-    return (images.float() - m) / s
-
 
 @functools.lru_cache(maxsize=32)
 def _mirror_of(shape: tuple[int, ...], axis: str) -> PermutationAction:
@@ -351,7 +308,7 @@ def _task_loss(out: torch.Tensor, x: torch.Tensor, y: torch.Tensor | None, task:
 
 @torch.no_grad()
 def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 1000,
-                      mean=CIFAR_MEAN, std=CIFAR_STD, device: str | torch.device | None = None) -> float:
+                      mean=CIFAR10_MEAN, std=CIFAR10_STD, device: str | torch.device | None = None) -> float:
     """Classification accuracy of ``model`` on uint8 images ``(N, 3, 32, 32)`` with int labels ``(N,)``
     (any integer dtype; a label the model cannot output — at or above its number of
     outputs — is refused).
@@ -400,18 +357,8 @@ def _check_data(images: torch.Tensor, labels: torch.Tensor | None, task: str, na
     if images.dtype != torch.uint8:
         if not images.is_floating_point():
             raise TypeError(f"{name} must be uint8 (0..255) or float (in [0, 1]), got {images.dtype}")
-        _check_unit_range(name, images.detach())
+        check_unit_range(name, images.detach())
     _check_labels(labels, images.shape[0], task, name)
-
-
-def _check_unit_range(name: str, images: torch.Tensor) -> None:
-    """Float images must be finite and in [0, 1] (0..255 floats are the commonest mistake)."""
-    check_finite(name, images)
-    if images.numel():
-        lo, hi = float(images.min()), float(images.max())
-        if lo < 0.0 or hi > 1.0:
-            raise ValueError(f"float {name} must lie in [0, 1], got values in [{lo:g}, {hi:g}]"
-                             + ("; pass uint8 images, or divide by 255" if hi > 1.0 else ""))
 
 
 def _check_samples(x: torch.Tensor, labels: torch.Tensor | None, task: str, rho_in: Action,
@@ -599,7 +546,6 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     # (x / scale - mean) / std  ==  x * mul - sub, fused in place per batch
     mul = (1.0 / (scale * torch.tensor(config.std, device=dev))).view(1, 3, 1, 1)
     sub = (torch.tensor(config.mean, device=dev) / torch.tensor(config.std, device=dev)).view(1, 3, 1, 1)
-    axis = MIRROR_AXES[config.mirror_axis]
     label_max = int(y_all.max()) if y_all is not None else None
 
     gen = torch.Generator(device=dev)
@@ -674,7 +620,7 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
                 else:  # group-generic: samples as they are
                     xs = x_all[idx].float()
                 if flips is not None:
-                    xs = torch.where(flips[idx].view(-1, 1, 1, 1), xs.flip(axis), xs)
+                    xs = torch.where(flips[idx].view(-1, 1, 1, 1), mirror_images(xs, config.mirror_axis), xs)
                 if elements is not None:
                     xs = _act_each(rho_in, elements[idx], xs)
                 x_batches = xs.split(bs)

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from ..latent import match_units
-from ..train import mirror_images
+from ..images import mirror_images
 from ..validation import check_tensor
 
 __all__ = ["CATEGORIES", "SYMMETRIC", "ANTISYMMETRIC", "PAIR", "NEGATED_PAIR", "UNMATCHED",

@@ -14,9 +14,9 @@ import torch
 from torch import nn
 
 from ..actions import equivariance_residual, trivial
-from ..actions import mirror as mirror_action
 from ..data import CIFAR10
-from ..train import mirror_images, prepare_images
+from ..images import mirror as mirror_action
+from ..images import mirror_images, prepare_images
 from ..validation import check_float, check_int, check_sequence, check_tensor, show
 
 __all__ = ["PROBES", "AXES", "probe_inputs", "paired_latents", "input_spectrum",

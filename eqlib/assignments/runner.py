@@ -30,6 +30,7 @@ import time
 import traceback
 from pathlib import Path
 
+from ..seeds import seed_everything
 from . import codec
 
 EXERCISES = Path(__file__).resolve().parents[1] / "exercises"
@@ -76,15 +77,6 @@ def _run_cell(shell, source: str, timeout: float) -> dict:
     if error is not None:
         out["error"] = [type(error).__name__, str(error)[:2000]]
     return out
-
-
-def _rng_seed():
-    import numpy as np
-    import torch
-
-    torch.manual_seed(0)
-    np.random.seed(0)
-    random.seed(0)
 
 
 # ---------------------------------------------------------------------------------------- student
@@ -282,7 +274,7 @@ def _probe(shell, calls: list[dict], work: Path):
             except Exception:
                 templates[key] = None
         args, kwargs = _arrange(call, values)
-        _rng_seed()
+        seed_everything(0)
         try:
             fn(*args, **kwargs)
         except Exception as exc:
@@ -376,7 +368,7 @@ def _score(state: dict, checks: dict, records: Path, shell) -> dict:
                 messages.append(f"{call['exprs'].get(key, key)}: refused ({type(exc).__name__}: {exc})")
                 continue
             args, kwargs = _arrange(call, values)
-            _rng_seed()
+            seed_everything(0)
             try:
                 entry["fn"](*args, **kwargs)
             except AssertionError as exc:

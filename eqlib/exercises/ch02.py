@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..actions import Action, check_equivariance, check_homomorphism, image_dihedral
+from ..actions import Action, check_equivariance, check_homomorphism
+from ..images import image_dihedral
 from ..groups import dihedral
 from . import passed, require
 

@@ -5,8 +5,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..actions import (Action, DirectSum, PermutationAction, equivariant_basis, from_matrices, image_dihedral,
-                       mirror, regular, trivial)
+from ..actions import Action, DirectSum, PermutationAction, equivariant_basis, from_matrices, regular, trivial
+from ..images import image_dihedral, mirror
 from ..groups import cyclic, dihedral, flip
 from . import ExerciseError, passed, require
 

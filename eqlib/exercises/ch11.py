@@ -9,10 +9,11 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ..actions import mirror as mirror_action
+from ..images import mirror as mirror_action
+from ..images import mirror_images
 from ..latent import linear_equivariance_error
 from ..models import MLP
-from ..train import mirror_images, penalty_term
+from ..train import penalty_term
 from . import ExerciseError, passed, require
 
 __all__ = ["check_mirror_partner", "check_equivariance_penalty", "planted_filters",

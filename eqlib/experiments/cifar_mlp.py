@@ -57,7 +57,8 @@ from ..analysis import (AXES, CATEGORIES, NETWORKS, PAPER_TABLE, PROBES, FilterP
                         ablation_text, end_to_end_error, equivariance_table, filter_pairing, input_spectrum,
                         probe_inputs, table_html, table_lookup, table_text)
 from ..device import default_device
-from ..train import TrainResult, prepare_images
+from ..images import prepare_images
+from ..train import TrainResult
 from . import protocol, writable_folder
 from .cifar_parts import (ABLATION_PROBES, ABLATION_VARIANTS, PatchAttentionAutoencoder, ablation,
                           attention_experiment, emergence)

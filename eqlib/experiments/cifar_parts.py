@@ -23,13 +23,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..actions import mirror as mirror_action
 from ..analysis import NETWORKS, end_to_end_error, equivariance_table, filter_pairing, table_lookup
 from ..data import CIFAR10, subset
 from ..latent import linear_equivariance_error
-from ..latent.attention import patch_mirror_action, patchify, recover_attention_action, unpatchify
+from ..images import mirror as mirror_action
+from ..images import patchify, prepare_images, unpatchify
+from ..latent.attention import patch_mirror_action, recover_attention_action
 from ..models import AttentionNetwork
-from ..train import TrainConfig, TrainResult, cached_train, prepare_images
+from ..train import TrainConfig, TrainResult, cached_train
 from .cifar_setup import _FIELDS, Settings, _data_spec, train_networks
 
 __all__ = ["ABLATION_PROBES", "ABLATION_VARIANTS", "ablation", "emergence", "PatchAttentionAutoencoder",

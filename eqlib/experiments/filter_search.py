@@ -35,7 +35,7 @@ from torch import nn
 from ..analysis import filter_pairing, mirror_symmetric_spectrum, paired_latents, whitening
 from ..data import CIFAR10, load_cifar10, subset
 from ..latent import fit_linear_action
-from ..train import mirror_images, prepare_images
+from ..images import mirror_images, prepare_images
 from . import protocol
 from .cifar_setup import build_mlp
 
@@ -232,7 +232,6 @@ def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.T
                 seed: int) -> tuple[dict[str, Any], nn.Module]:
     """Train one Tanh autoencoder on rows of ``X`` (already in its input space), measure it;
     return (row, model)."""
-    torch.manual_seed(seed)
     model = build_mlp("tanh", "autoencode", s.hidden, seed=seed, first_init_scale=s.first_init_scale)
     first = model.layers[0].weight
     if s.first_norm > 0:

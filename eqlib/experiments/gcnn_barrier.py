@@ -56,11 +56,12 @@ from torch import nn
 from ..budget import budget as select_budget
 from ..budget import budget_choices
 from ..device import default_device
+from ..images import mirror_images, prepare_images
 from ..io import atomic_write, cache_dir, config_hash, content_hash, warn_once
 from ..matching import (apply_permutation, interpolate, involution_distance, match_activations, repair,
                         reset_bn)
 from ..models.cnn import VGG, MirrorGCNN, conv_layers, flip_filters, mirror_invariance_error
-from ..train import TrainConfig, cached_train, evaluate_accuracy, prepare_images
+from ..train import TrainConfig, cached_train, evaluate_accuracy
 from ..validation import check_tensor
 from . import html_table, protocol
 
@@ -186,7 +187,7 @@ class MergeData:
         if len(test_labels) != len(test_images):
             raise ValueError(f"test_labels must hold one label per test image ({len(test_images)}), "
                              f"got {len(test_labels)}")
-        return cls(torch.cat([x, x.flip(-1)]), test_images, test_labels)
+        return cls(torch.cat([x, mirror_images(x)]), test_images, test_labels)
 
 
 def load_merge_data(b: BarrierBudget, root: str | None = None, download: bool | None = None):

@@ -22,8 +22,8 @@ from .activations import recover_by_activations
 from .plant import equivariant_weight, hidden_representation, plant_equivariant, sign_characters
 from .core import METHODS, latent_actions
 from .attention import (AttentionLatentAction, PlantedAttention, TokenAction, head_products, match_heads,
-                        patch_mirror_action, patchify, plant_attention_equivariant, recover_attention_action,
-                        recover_attention_network, recover_token_permutation, transport_parameters, unpatchify)
+                        patch_mirror_action, plant_attention_equivariant, recover_attention_action,
+                        recover_attention_network, recover_token_permutation, transport_parameters)
 
 __all__ = [
     "LinearFit", "SAMPLINGS", "fit_linear_action", "linear_equivariance_error", "paired_features", "relative_errors",
@@ -32,7 +32,7 @@ __all__ = [
     "LatentActions", "MonomialAction", "homomorphism_error", "layer_errors", "lift_action", "recover_by_weights",
     "recover_by_activations", "equivariant_weight", "hidden_representation", "plant_equivariant",
     "sign_characters", "METHODS", "latent_actions",
-    "TokenAction", "patch_mirror_action", "patchify", "unpatchify", "head_products", "transport_parameters",
+    "TokenAction", "patch_mirror_action", "head_products", "transport_parameters",
     "match_heads", "recover_token_permutation", "AttentionLatentAction", "recover_attention_action",
     "recover_attention_network", "PlantedAttention", "plant_attention_equivariant",
 ]

@@ -74,7 +74,7 @@ class Model(nn.Module):
 
     def check_input(self, x: torch.Tensor) -> torch.Tensor:
         """The model's input gate: ``x`` must be a floating-point tensor (TypeError; integer
-        images are normalised first, e.g. with :func:`eqlib.train.prepare_images`) holding
+        images are normalised first, e.g. with :func:`eqlib.images.prepare_images`) holding
         data (not ``meta``) on the parameters' device (ValueError naming both devices); a
         float of another precision is cast to the parameters' dtype (float16 or float64
         inputs give the model's own result, never a dtype-mismatch error)."""

@@ -35,7 +35,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
-from ..actions import equivariance_residual, mirror, trivial
+from ..actions import equivariance_residual, trivial
+from ..images import mirror
+from ..seeds import torch_seeded
 from ..validation import check_bool, check_float, check_int, check_tensor
 from .base import Layer, Model
 from .equivariant import GroupAverage
@@ -158,8 +160,7 @@ class VGG(Model):
         num_classes, in_channels = check_int("num_classes", num_classes, 1), check_int("in_channels", in_channels, 1)
         image_size, seed = check_int("image_size", image_size, 1), check_int("seed", seed, 0)
         layers: list[Layer] = []
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(seed))
+        with torch_seeded(seed):
             c, s = in_channels, image_size
             for ch, pool in spec:
                 if pool and s < 2:

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from ..analysis.filters import CATEGORIES, PAIRED
+from ..images import mirror_images
 
 __all__ = ["CATEGORY_COLORS", "filter_image", "plot_filters", "plot_filter_partners", "plot_attention_heads"]
 
@@ -70,7 +71,6 @@ def plot_filter_partners(W1: torch.Tensor, pairing, index: int, axis: str = "hor
     """
     import matplotlib.pyplot as plt
 
-    from ..train import mirror_images
 
     if not 0 <= index < W1.shape[0]:
         raise ValueError(f"index must be in 0..{W1.shape[0] - 1}, got {index}")
@@ -103,7 +103,6 @@ def plot_attention_heads(model, x: torch.Tensor, head_perm: Sequence[int], query
     """
     import matplotlib.pyplot as plt
 
-    from ..train import mirror_images
 
     layer = model.attention.layers[0]
     g = 32 // model.patch

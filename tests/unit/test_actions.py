@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from eqlib import actions, groups
+from eqlib import actions, groups, images
 
 
 def rotation_c4():
@@ -36,10 +36,10 @@ ACTIONS = {
     "signed-swap-Z2": signed_swap,
     "regular-D3": lambda: actions.regular(groups.dihedral(3)),
     "regular-C4": lambda: actions.regular(groups.cyclic(4)),
-    "mirror-horizontal": lambda: actions.mirror((2, 4, 5), "horizontal"),
-    "mirror-vertical": lambda: actions.mirror((2, 4, 5), "vertical"),
-    "image-dihedral": lambda: actions.image_dihedral((2, 4, 4)),
-    "image-rotations": lambda: actions.image_rotations((1, 5, 5)),
+    "mirror-horizontal": lambda: images.mirror((2, 4, 5), "horizontal"),
+    "mirror-vertical": lambda: images.mirror((2, 4, 5), "vertical"),
+    "image-dihedral": lambda: images.image_dihedral((2, 4, 4)),
+    "image-rotations": lambda: images.image_rotations((1, 5, 5)),
     "tokens-S3": lambda: actions.token_permutation(groups.symmetric(3), 3, 2),
     "matrices-C4-generator": rotation_c4,
     "matrices-C6-all": rotation_c6_all_elements,
@@ -143,7 +143,7 @@ def test_permutation_action_rejects_non_permutations():
 
 @pytest.mark.parametrize("axis,dim", [("horizontal", -1), ("vertical", -2)], ids=["horizontal", "vertical"])
 def test_mirror_is_torch_flip(axis, dim):
-    rho = actions.mirror((3, 6, 7), axis)
+    rho = images.mirror((3, 6, 7), axis)
     x = torch.randn(4, 3, 6, 7)
     assert_close(rho.act(rho.group["m"], x), torch.flip(x, dims=(dim,)))
     assert_close(rho.act(rho.group["e"], x), x)
@@ -151,11 +151,11 @@ def test_mirror_is_torch_flip(axis, dim):
 
 def test_mirror_rejects_unknown_axis():
     with pytest.raises(ValueError, match="axis must be"):
-        actions.mirror((3, 4, 4), "diagonal")
+        images.mirror((3, 4, 4), "diagonal")
 
 
 def test_image_dihedral_is_rot90_and_flip():
-    rho = actions.image_dihedral((3, 6, 6))
+    rho = images.image_dihedral((3, 6, 6))
     G = rho.group
     x = torch.randn(2, 3, 6, 6)
     for k in range(4):
@@ -165,13 +165,13 @@ def test_image_dihedral_is_rot90_and_flip():
 
 
 def test_image_rotations_is_rot90():
-    rho = actions.image_rotations((1, 5, 5))
+    rho = images.image_rotations((1, 5, 5))
     x = torch.randn(3, 1, 5, 5)
     for k, g in enumerate(rho.group):
         assert_close(rho.act(g, x), torch.rot90(x, k, dims=(-2, -1)))
 
 
-@pytest.mark.parametrize("factory", [actions.image_dihedral, actions.image_rotations], ids=["D4", "C4"])
+@pytest.mark.parametrize("factory", [images.image_dihedral, images.image_rotations], ids=["D4", "C4"])
 def test_rotations_need_square_images(factory):
     with pytest.raises(ValueError, match="square images"):
         factory((3, 4, 5))
@@ -229,7 +229,7 @@ def test_act_rejects_foreign_elements_and_shapes():
 
 # -- equivariance checks ------------------------------------------------------------------
 def test_check_equivariance_on_an_equivariant_map():
-    rho = actions.image_dihedral((1, 4, 4))
+    rho = images.image_dihedral((1, 4, 4))
     x = torch.randn(6, 1, 4, 4, generator=torch.Generator().manual_seed(1))
     errors = actions.check_equivariance(torch.tanh, rho, rho, x)
     assert set(errors) == set(rho.group.elements)
@@ -241,7 +241,7 @@ def test_check_equivariance_on_an_equivariant_map():
 
 
 def test_check_equivariance_on_a_non_equivariant_map():
-    rho = actions.mirror((1, 4, 4))
+    rho = images.mirror((1, 4, 4))
     A = torch.randn(16, 16, generator=torch.Generator().manual_seed(0))
     f = lambda z: (z.flatten(1) @ A.T).reshape(z.shape)  # noqa: E731
     x = torch.randn(6, 1, 4, 4, generator=torch.Generator().manual_seed(1))
@@ -251,12 +251,12 @@ def test_check_equivariance_on_a_non_equivariant_map():
 
 
 def test_check_equivariance_on_given_elements_and_group_mismatch():
-    rho = actions.image_dihedral((1, 4, 4))
+    rho = images.image_dihedral((1, 4, 4))
     x = torch.randn(2, 1, 4, 4)
     errors = actions.check_equivariance(torch.tanh, rho, rho, x, elements=[rho.group["r"]])
     assert list(errors) == [rho.group["r"]]
     with pytest.raises(ValueError, match="same group"):
-        actions.check_equivariance(torch.tanh, rho, actions.mirror((1, 4, 4)), x)
+        actions.check_equivariance(torch.tanh, rho, images.mirror((1, 4, 4)), x)
 
 
 # -- bad input is a clear error, never a silently wrong number (issue 16) ------------------------
@@ -298,7 +298,8 @@ def test_permutation_rejects_non_permutations(points):
 
 
 def test_checks_on_empty_or_nan_data_fail_loudly():
-    from eqlib.actions import check_equivariance, check_homomorphism, mirror, regular
+    from eqlib.actions import check_equivariance, check_homomorphism, regular
+    from eqlib.images import mirror
     from eqlib.groups import cyclic
 
     rho = regular(cyclic(3))

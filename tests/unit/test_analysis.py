@@ -10,7 +10,7 @@ import torch
 
 from eqlib import analysis as A
 from eqlib.experiments import cifar_mlp as E
-from eqlib.train import mirror_images
+from eqlib.images import mirror_images
 
 
 def test_seed_spread():

@@ -13,7 +13,7 @@ from eqlib import analysis as A
 from eqlib.data import CIFAR10, subset
 from eqlib.experiments import cifar_mlp as E
 from eqlib.experiments import protocol
-from eqlib.train import mirror_images, prepare_images
+from eqlib.images import mirror_images, prepare_images
 
 
 @pytest.fixture(autouse=True)

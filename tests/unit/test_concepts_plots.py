@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from eqlib import actions, groups  # noqa: E402
+from eqlib import groups, images  # noqa: E402
 from eqlib.latent import plant_equivariant  # noqa: E402
 from eqlib.plots.concepts import layer_propagation, signed_permutation_parts  # noqa: E402
 
@@ -29,7 +29,7 @@ def test_parts_refuse_bad_matrices(bad, error, message):
 
 def test_figure_draws_one_arrow_per_moved_neuron_and_rings_for_negated_fixed_ones():
     G = groups.flip()
-    rho = actions.mirror((1, 2, 2))
+    rho = images.mirror((1, 2, 2))
     net, hidden = plant_equivariant(G, rho, rho, [4, 6, 6, 4], seed=0)
     mats = [rho.matrix(G["m"])] + [k.matrix(G["m"]) for k in hidden] + [rho.matrix(G["m"])]
     fig = layer_propagation(mats, title="m through the layers")

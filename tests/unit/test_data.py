@@ -1,4 +1,5 @@
-"""eqlib.data: layouts, safe unpickling, errors, cache, transforms (all on tiny fake data)."""
+"""eqlib.data: layouts, safe unpickling, errors, cache (all on tiny fake data); the image
+transforms are tested in test_images.py."""
 from __future__ import annotations
 
 import hashlib
@@ -17,7 +18,7 @@ import torch
 from PIL import Image
 from torch.testing import assert_close
 
-from eqlib import actions, data
+from eqlib import data
 from eqlib.data import (
     CIFAR10,
     CLASSES,
@@ -426,67 +427,6 @@ def test_real_archive_first_members_decode():
     assert x.shape == (5, 32, 32, 3) and x.dtype == np.uint8 and x.std() > 10
 
 
-# -- transforms ---------------------------------------------------------------------------
-@pytest.fixture
-def batch():
-    return torch.from_numpy(fake_images(6, seed=7))
-
-
-@pytest.mark.parametrize("axis,dim", [("horizontal", -1), ("vertical", -2)], ids=["horizontal", "vertical"])
-def test_mirror_matches_flip_and_the_action(batch, axis, dim):
-    assert_close(data.mirror(batch, axis), torch.flip(batch, dims=(dim,)))
-    rho = actions.mirror((3, 32, 32), axis)
-    assert_close(data.mirror(batch, axis).float(), rho.act(rho.group["m"], batch.float()))
-    assert_close(data.mirror(data.mirror(batch, axis), axis), batch)
-
-
-def test_mirror_rejects_bad_input(batch):
-    with pytest.raises(ValueError, match="axis must be"):
-        data.mirror(batch, "diagonal")
-    with pytest.raises(ValueError, match="expects images"):
-        data.mirror(batch[0, 0])
-
-
-def test_random_mirror_is_seeded_and_per_sample(batch):
-    out, mask = data.random_mirror(batch, 0.5, generator=3, return_mask=True)
-    out2, mask2 = data.random_mirror(batch, 0.5, generator=torch.Generator().manual_seed(3), return_mask=True)
-    assert_close(out, out2) and torch.equal(mask, mask2)
-    expected = torch.stack([torch.flip(x, dims=(-1,)) if m else x for x, m in zip(batch, mask)])
-    assert_close(out, expected)
-    assert_close(data.random_mirror(batch, 0.0, generator=0), batch)
-    assert_close(data.random_mirror(batch, 1.0, generator=0), torch.flip(batch, dims=(-1,)))
-    big = torch.zeros(4000, 1, 1, 2)
-    frac = data.random_mirror(big, 0.3, generator=1, return_mask=True)[1].float().mean()
-    assert abs(frac - 0.3) < 0.03
-    with pytest.raises(ValueError, match="probability"):
-        data.random_mirror(batch, 1.5)
-
-
-@pytest.mark.parametrize("k", [0, 1, 2, 3, -1, 5])
-def test_rotate90(batch, k):
-    assert_close(data.rotate90(batch, k), torch.rot90(batch, k, dims=(-2, -1)))
-    assert_close(data.rotate90(data.rotate90(batch, k), 4 - k), batch)
-
-
-def test_rotate90_is_the_r_of_image_dihedral(batch):
-    small = batch[:, :, :6, :6]
-    rho = actions.image_dihedral((3, 6, 6))
-    assert_close(data.rotate90(small, 1).float(), rho.act(rho.group["r"], small.float()))
-
-
-def test_normalize(batch):
-    y = data.normalize(batch)
-    assert y.dtype == torch.float32 and y.shape == batch.shape
-    m, s = torch.tensor(data.CIFAR10_MEAN), torch.tensor(data.CIFAR10_STD)
-    assert_close(y[:, 1], (batch[:, 1].float() / 255 - m[1]) / s[1])
-    ones = data.normalize(torch.full((1, 3, 2, 2), 255, dtype=torch.uint8), mean=(0, 0, 0), std=(1, 1, 1))
-    assert_close(ones, torch.ones(1, 3, 2, 2))
-    with pytest.raises(ValueError, match="uint8"):
-        data.normalize(batch.float())
-    with pytest.raises(ValueError, match="one per channel"):
-        data.normalize(batch, mean=(0.5,), std=(0.5,))
-
-
 def make_dataset(n_per_class: int = 10) -> data.CIFAR10:
     labels = torch.arange(10).repeat_interleave(n_per_class)
     images = torch.from_numpy(fake_images(len(labels), seed=0))
@@ -521,19 +461,6 @@ def test_dataset_validates_shapes():
         data.CIFAR10(torch.zeros(2, 3, 32, 32, dtype=torch.uint8), torch.zeros(3, dtype=torch.long))
 
 
-@pytest.mark.gpu
-def test_transforms_on_cuda(batch):
-    x = batch.cuda()
-    assert_close(data.mirror(x).cpu(), data.mirror(batch))
-    assert_close(data.rotate90(x, 1).cpu(), data.rotate90(batch, 1))
-    assert_close(data.normalize(x).cpu(), data.normalize(batch))
-    out, mask = data.random_mirror(x, 0.5, generator=0, return_mask=True)
-    assert out.device.type == "cuda" and mask.device.type == "cuda"
-    expected = torch.where(mask.cpu()[:, None, None, None], torch.flip(batch, dims=(-1,)), batch)
-    assert_close(out.cpu(), expected)
-
-
-# -- integrity of what is read ----------------------------------------------------------------
 def test_partial_image_folder_says_what_is_missing(tmp_path):
     """One deleted image (9,999 of 10,000) or a deleted class folder used to load silently."""
     write_image_folder(tmp_path / "d", per_class=3)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from eqlib.actions import mirror, trivial
+from eqlib.actions import trivial
+from eqlib.images import mirror
 from eqlib.data import CIFAR10
 from eqlib.experiments import cifar_mlp
 from eqlib.groups import flip

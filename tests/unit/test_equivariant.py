@@ -2,9 +2,10 @@
 import pytest
 import torch
 
-from eqlib.actions import (check_equivariance, equivariance_residual, equivariant_basis, equivariant_projector,
-                           from_matrices, image_dihedral, intertwiner_dimension, mirror, regular, reynolds,
+from eqlib.actions import (check_equivariance, equivariance_residual, equivariant_basis,
+                           equivariant_projector, from_matrices, intertwiner_dimension, regular, reynolds,
                            signed_permutation, trivial)
+from eqlib.images import image_dihedral, mirror
 from eqlib.groups import cyclic, dihedral, flip
 from eqlib.models import EquivariantDense, EquivariantMLP, MLP
 

@@ -2,13 +2,13 @@
 import pytest
 import torch
 
-from eqlib import actions
+from eqlib import images
 from eqlib.exercises import ExerciseError, ch01
 
 
 @pytest.fixture
 def rho():
-    return actions.mirror((1, 3, 3))
+    return images.mirror((1, 3, 3))
 
 
 def test_symmetrized_weight_right(rho):
@@ -61,7 +61,7 @@ def test_abs_hidden_action_not_involution():
 def planted16():
     from eqlib import groups
     from eqlib.latent import plant_equivariant
-    rho16 = actions.mirror((1, 4, 4))
+    rho16 = images.mirror((1, 4, 4))
     net, hidden = plant_equivariant(groups.flip(), rho16, rho16, [16, 12, 12, 16], seed=0)
     return net, hidden, rho16
 

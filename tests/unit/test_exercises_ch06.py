@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from eqlib.actions import mirror, trivial
+from eqlib.actions import trivial
+from eqlib.images import mirror
 from eqlib.exercises import ExerciseError
 from eqlib.exercises.ch06 import (check_clone_lift, check_latent_action, check_row_matcher,
                                   check_transported_weight)

@@ -4,7 +4,7 @@ import torch
 
 from eqlib.exercises import ExerciseError
 from eqlib.exercises.ch11 import check_equivariance_penalty, check_mirror_partner
-from eqlib.train import mirror_images
+from eqlib.images import mirror_images
 
 
 def _partner(W, j):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from eqlib import images
 from eqlib.data import CIFAR10
 from eqlib.experiments import cifar_mlp
 from eqlib.experiments import filter_search as E
@@ -74,7 +75,7 @@ def test_noise_penalty_makes_the_network_equivariant_on_noise():
     """A strong penalty on isotropic noise from the start lowers the end-to-end
     equivariance error on fresh noise far below the unpenalised network's (the lever the
     search adds to the paper's protocol)."""
-    X = E.prepare_images(_fake(64).images).flatten(1)
+    X = images.prepare_images(_fake(64).images).flatten(1)
     P = torch.linalg.qr(torch.randn(3072, 16, generator=torch.Generator().manual_seed(0)))[0]
     y = torch.randn(200, 3072, generator=torch.Generator().manual_seed(5))
     base = dataclasses.replace(TINY, epochs=40, penalty_weight=0.0, penalty_start=0.0,
@@ -85,8 +86,8 @@ def test_noise_penalty_makes_the_network_equivariant_on_noise():
         s = dataclasses.replace(base, noise_penalty=weight)
         _, model = E._search_run(s, X, X[:40], P, seed=0)
         with torch.no_grad():
-            f, fm = model(y), model(E.mirror_images(y))
-        gaps[weight] = float(((fm - E.mirror_images(f)).norm(dim=1) / f.norm(dim=1)).mean())
+            f, fm = model(y), model(images.mirror_images(y))
+        gaps[weight] = float(((fm - images.mirror_images(f)).norm(dim=1) / f.norm(dim=1)).mean())
     assert gaps[100.0] < 0.2 * gaps[0.0], gaps
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from eqlib import actions, groups
+from eqlib import actions, groups, images
 from eqlib.data import load_cifar10
 from eqlib.models import MLP, Model
 from eqlib.models.cnn import VGG
@@ -316,7 +316,7 @@ def _second_audit_cases():
         ("other", lambda: C3.elements[1] @ groups.dihedral(4).elements[1]),
         ("n", lambda: C3.sample(10**12)),
         ("dim", lambda: actions.trivial(C3, 10**12)),
-        ("shape", lambda: actions.mirror((3, 10**6, 10**6))),
+        ("shape", lambda: images.mirror((3, 10**6, 10**6))),
         ("num_probes", lambda: actions.check_homomorphism(actions.regular(C3), 10**9)),
         ("rho_in", lambda: actions.equivariant_projector(actions.trivial(C3, 4000), actions.trivial(C3, 4000))),
         ("parts", lambda: actions.DirectSum()),

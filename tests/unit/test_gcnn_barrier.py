@@ -4,6 +4,7 @@ import copy
 import pytest
 import torch
 
+from eqlib import images
 from eqlib.experiments import gcnn_barrier as gb
 from eqlib.matching import apply_permutation, random_permutations, vgg_permutation_spec
 from eqlib.models.cnn import VGG, MirrorGCNN
@@ -50,7 +51,7 @@ def test_self_flip_midpoint_is_invariant_when_matches_are_involutions(data):
     r = gb.gcnn_barrier(net, data)
     assert r["invariance_a"] > 1e-2  # the network itself is not invariant
     assert r["acc_b"] == pytest.approx(100 * float(
-        (net(gb.prepare_images(data.test_images).flip(-1)).argmax(1) == data.test_labels).float().mean()))
+        (net(images.prepare_images(data.test_images).flip(-1)).argmax(1) == data.test_labels).float().mean()))
     if r["involution_distance_mean"] == 0.0:
         assert r["invariance_mid"] < 1e-4 and r["invariance_mid_reset"] < 1e-4 and r["invariance_mid_repair"] < 1e-4
     assert r["barrier"] == pytest.approx(r["endpoint_mean"] - r["acc_mid"])
@@ -229,7 +230,7 @@ def _self_labelled_gcnn_data(seed=7):
     test = torch.randint(0, 256, (200, 3, 32, 32), generator=gen, dtype=torch.uint8)
     data = gb.MergeData.from_images(match, test, torch.zeros(200, dtype=torch.long))
     with torch.no_grad():
-        labels = gb.reset_bn(copy.deepcopy(gcnn), data.match)(gb.prepare_images(test)).argmax(1)
+        labels = gb.reset_bn(copy.deepcopy(gcnn), data.match)(images.prepare_images(test)).argmax(1)
     return gcnn, gb.MergeData(data.match, test, labels)
 
 
@@ -273,7 +274,7 @@ def test_scale_invariant_distance_is_zero_on_a_rescaled_gcnn(data, seed):
     gcnn = _warm(MirrorGCNN(CFG, seed=seed))
     plain = gcnn.to_cnn().eval()
     scaled = gb.rescale_channels(plain, seed=seed)
-    x = gb.prepare_images(data.test_images[:16])
+    x = images.prepare_images(data.test_images[:16])
     with torch.no_grad():  # the same function up to BatchNorm's ε, exactly for ε = 0
         torch.testing.assert_close(scaled(x), plain(x), atol=2e-3, rtol=1e-2)
         exact = [copy.deepcopy(scaled), copy.deepcopy(plain)]

@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from eqlib.actions import from_matrices, image_dihedral, mirror, regular, trivial
+from eqlib.actions import from_matrices, regular, trivial
+from eqlib.images import image_dihedral, mirror
 from eqlib.groups import cyclic, dihedral, flip
 from eqlib.latent import (fit_linear_action, latent_actions, linear_equivariance_error, match_units,
                           plant_equivariant, sign_characters)

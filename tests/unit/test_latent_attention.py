@@ -8,9 +8,10 @@ import torch
 from eqlib.actions import PermutationAction, token_permutation
 from eqlib.actions import check_equivariance
 from eqlib.groups import cyclic, from_permutations, symmetric
-from eqlib.latent.attention import (TokenAction, head_products, patch_mirror_action, patchify,
+from eqlib.images import patchify, unpatchify
+from eqlib.latent.attention import (TokenAction, head_products, patch_mirror_action,
                                     plant_attention_equivariant, recover_attention_action,
-                                    recover_token_permutation, unpatchify)
+                                    recover_token_permutation)
 from eqlib.models import AttentionNetwork, MultiHeadAttention
 from eqlib.symmetries import apply_attention_symmetry, sample_attention_symmetry
 

@@ -23,6 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("seeds", "io", "budget", "device"),
     ("groups",),
     ("actions",),
+    ("images",),
     ("models",),
     ("symmetries",),
     ("submodels",),
@@ -129,6 +130,61 @@ def test_layering_detects_an_upward_import(tmp_path, monkeypatch):
     assert ("latent", "symmetries", True) in edges
     with pytest.raises(AssertionError, match="groups imports latent"):
         test_no_module_imports_from_a_higher_or_equal_layer()
+
+
+def _imports_of(pred) -> list[tuple[str, str, str]]:
+    """(source module, imported module, where) for every eqlib import of the modules ``pred`` accepts."""
+    return [(s, d, where) for s, d, where, _ in _edges() if pred(s)]
+
+
+def test_data_imports_no_image_helpers():
+    """``data`` only finds, downloads, verifies and decodes: mirrors, rotations and
+    normalisation live in ``images``, the actions in ``actions``."""
+    bad = [f"{where}: {s} imports {d}" for s, d, where in _imports_of(lambda s: _top(s) == "data")
+           if _top(d) in ("actions", "images")]
+    assert not bad, "\n".join(bad)
+
+
+def test_train_does_not_import_data():
+    """The trainer takes tensors; CIFAR-10's statistics and transforms come from ``images``."""
+    bad = [f"{where}: {s} imports {d}" for s, d, where in _imports_of(lambda s: _top(s) == "train")
+           if _top(d) == "data"]
+    assert not bad, "\n".join(bad)
+
+
+def test_plots_and_analysis_do_not_import_train():
+    """Figures and analyses take trained models; the image helpers they need live in ``images``."""
+    bad = [f"{where}: {s} imports {d}" for s, d, where in _imports_of(lambda s: _top(s) in ("plots", "analysis"))
+           if _top(d) == "train"]
+    assert not bad, "\n".join(bad)
+
+
+#: global seeding: torch's, numpy's and Python's module-level generators
+GLOBAL_SEEDING = re.compile(r"\btorch\.(?:cuda\.)?manual_seed(?:_all)?\s*\(|\b(?:np|numpy)\.random\.seed\s*\("
+                            r"|(?<![\w.])random\.seed\s*\(|\bfrom\s+torch\s+import\s+[^\n]*\bmanual_seed\b")
+
+
+def _global_seeding_sites(root: pathlib.Path) -> list[str]:
+    return [f"eqlib/{path.relative_to(root)}:{i}: {line.strip()}"
+            for path in sorted(root.rglob("*.py")) if path.relative_to(root) != pathlib.Path("seeds.py")
+            for i, line in enumerate(path.read_text().splitlines(), 1) if GLOBAL_SEEDING.search(line)]
+
+
+def test_global_seeding_only_in_seeds():
+    """``torch.manual_seed``, ``np.random.seed`` and ``random.seed`` appear only in
+    ``eqlib/seeds.py``; everything else draws from seeded generators (``seeds.torch_generator``)."""
+    bad = _global_seeding_sites(PKG)
+    assert not bad, "global seeding outside eqlib/seeds.py (use eqlib.seeds):\n" + "\n".join(bad)
+
+
+def test_global_seeding_checker_can_fail(tmp_path):
+    """The pattern catches every spelling we had, and lets seeded generators through."""
+    (tmp_path / "a.py").write_text("torch.manual_seed(0)\nnp.random.seed(1)\nrandom.seed(2)\n"
+                                   "torch.cuda.manual_seed_all(3)\n")
+    (tmp_path / "b.py").write_text("g = torch.Generator().manual_seed(0)\ngen.manual_seed(1)\n"
+                                   "rng = np.random.default_rng(2)\nnumpy_rng.seed\n")
+    (tmp_path / "seeds.py").write_text("torch.manual_seed(0)\n")
+    assert [s.split(":")[1] for s in _global_seeding_sites(tmp_path)] == ["1", "2", "3", "4"]
 
 
 def test_import_eqlib_imports_latent():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from eqlib.actions import mirror
+from eqlib.images import mirror
 from eqlib.groups import flip
 from eqlib.latent import paired_features
 from eqlib.models import MLP
@@ -180,7 +180,8 @@ def test_adjoint_path_without_bias_and_every_activation(activation):
 
 
 def test_latent_actions_passes_the_sampling_through():
-    from eqlib.actions import mirror, trivial
+    from eqlib.actions import trivial
+    from eqlib.images import mirror
     from eqlib.groups import flip
     from eqlib.latent import latent_actions, plant_equivariant
     G = flip()

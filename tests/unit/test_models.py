@@ -130,7 +130,7 @@ def test_mlp_forward_rejects_integer_input():
 def test_one_meaning_of_seed_none():
     import numpy as np
 
-    from eqlib.data import random_mirror
+    from eqlib.images import random_mirror
     from eqlib.groups import dihedral
     from eqlib.seeds import DEFAULT_SEED, numpy_rng, torch_generator
     from eqlib.symmetries import SymmetryGroup

@@ -5,7 +5,7 @@ matplotlib.use("Agg")
 
 import torch  # noqa: E402
 
-from eqlib import actions  # noqa: E402
+from eqlib.images import image_dihedral  # noqa: E402
 from eqlib.plots import groups as gplots  # noqa: E402
 
 
@@ -14,7 +14,7 @@ def _overlaps(a, b) -> bool:
 
 
 def test_orbit_titles_do_not_overlap_images():
-    rho = actions.image_dihedral((3, 32, 32))
+    rho = image_dihedral((3, 32, 32))
     gen = torch.Generator().manual_seed(0)
     x = torch.randint(0, 256, (3, 32, 32), dtype=torch.uint8, generator=gen)
     fig = gplots.orbit(rho, x, title="the D4 orbit of a horse")

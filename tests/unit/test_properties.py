@@ -14,7 +14,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eqlib import actions, data, groups, latent, submodels, symmetries
+from eqlib import actions, data, groups, images, latent, submodels, symmetries
 from eqlib.models import MLP, VGG, AttentionNetwork, DeepSetsLayer, Dense, MultiHeadAttention
 from eqlib.models.sets import cycle_graph
 from eqlib.train import TrainConfig, evaluate_accuracy, learning_rate_at, penalty_weight_at, train
@@ -104,7 +104,7 @@ SCALAR_BOUNDARY = [
      bad_int(1)),
     ("token_permutation.n_tokens", lambda v: actions.token_permutation(S3, v, 2), "n_tokens", bad_int(1)),
     ("token_permutation.token_dim", lambda v: actions.token_permutation(S3, 3, v), "token_dim", bad_int(1)),
-    ("mirror.shape", lambda v: actions.mirror((3, v, 4)), "shape", bad_int(1)),
+    ("mirror.shape", lambda v: images.mirror((3, v, 4)), "shape", bad_int(1)),
     ("MLP.widths", lambda v: MLP([4, v, 2]), "widths[1]", bad_int(1)),
     ("MLP.init_scale", lambda v: MLP([4, 3, 2], init_scale=v), "init_scale", bad_float()),
     ("MLP.seed", lambda v: MLP([4, 3, 2], seed=v), "seed", bad_int(0, none_ok=True)),
@@ -138,11 +138,11 @@ SCALAR_BOUNDARY = [
      bad_choice((None, "gelsd", "normal"))),
     ("subset.n", lambda v: data.subset(data.CIFAR10(*_tiny_images(20)), v, stratified=False), "n",
      bad_int(1, 20)),
-    ("random_mirror.p", lambda v: data.random_mirror(torch.zeros(2, 3, 4, 4), p=v), "p", bad_float(0.0, 1.0)),
-    ("rotate90.k", lambda v: data.rotate90(torch.zeros(2, 3, 4, 4), v), "k", bad_int()),
-    ("normalize.std", lambda v: data.normalize(torch.zeros(1, 3, 2, 2, dtype=torch.uint8), std=(v, 1.0, 1.0)),
+    ("random_mirror.p", lambda v: images.random_mirror(torch.zeros(2, 3, 4, 4), p=v), "p", bad_float(0.0, 1.0)),
+    ("rotate90.k", lambda v: images.rotate90(torch.zeros(2, 3, 4, 4), v), "k", bad_int()),
+    ("normalize.std", lambda v: images.normalize(torch.zeros(1, 3, 2, 2, dtype=torch.uint8), std=(v, 1.0, 1.0)),
      "std", bad_float(0.0, low_open=True)),
-    ("normalize.mean", lambda v: data.normalize(torch.zeros(1, 3, 2, 2, dtype=torch.uint8), mean=(v, 0.0, 0.0)),
+    ("normalize.mean", lambda v: images.normalize(torch.zeros(1, 3, 2, 2, dtype=torch.uint8), mean=(v, 0.0, 0.0)),
      "mean", bad_float()),
     ("TrainConfig.epochs", lambda v: TrainConfig(epochs=v), "TrainConfig.epochs", bad_int(1)),
     ("TrainConfig.batch_size", lambda v: TrainConfig(batch_size=v), "TrainConfig.batch_size", bad_int(1)),
@@ -206,8 +206,8 @@ def test_empty_or_misshapen_tensors_are_clear_errors(shape):
         expect_clear(lambda v: actions.check_equivariance(lambda t: t, RHO3, RHO3, v), x, "x must")
     if len(shape) != 4 or 0 in shape or shape[1] != 3:
         expect_clear(lambda v: _train(images=v.to(torch.uint8)), x, "images")
-    if len(shape) not in (3, 4):
-        expect_clear(data.mirror, x, "mirror")
+    if len(shape) < 2 or (len(shape) == 2 and shape[1] != 3 * 32 * 32):
+        expect_clear(images.mirror_images, x, "x must be")
 
 
 @given(scale=st.floats(1.0001, 1e6), dtype=st.sampled_from([torch.float32, torch.float64]))
@@ -305,9 +305,9 @@ def test_train_config_roundtrips_and_schedules_stay_in_range(cfg, progress):
 @given(n=st.integers(1, 4), axis=st.sampled_from(["horizontal", "vertical"]))
 def test_mirror_is_an_involution_matching_the_action(n, axis):
     x = torch.randint(0, 256, (n, 3, 4, 4), dtype=torch.uint8)
-    assert torch.equal(data.mirror(data.mirror(x, axis), axis), x)
-    rho = actions.mirror((3, 4, 4), axis)
-    assert torch.equal(rho.act(rho.group["m"], x.float()), data.mirror(x, axis).float())
+    assert torch.equal(images.mirror_images(images.mirror_images(x, axis), axis), x)
+    rho = images.mirror((3, 4, 4), axis)
+    assert torch.equal(rho.act(rho.group["m"], x.float()), images.mirror_images(x, axis).float())
 
 
 # -- dtypes and strides (second audit): parameter symmetries act exactly on any real input -------

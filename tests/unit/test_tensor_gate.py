@@ -13,9 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eqlib import groups
+from eqlib import images
 from eqlib.actions import MatrixAction
+from eqlib.images import prepare_images
 from eqlib.models import MLP
-from eqlib.train import TrainConfig, evaluate_accuracy, prepare_images, train
+from eqlib.train import TrainConfig, evaluate_accuracy, train
 from eqlib.validation import check_tensor
 
 FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
@@ -367,7 +369,7 @@ def _audit_cases():
     img = torch.randint(0, 256, (4, 1, 8, 8), dtype=torch.uint8)
     return [
         (ValueError, "group must have order at most 1024", lambda: actions.regular(groups.symmetric(7))),
-        (ValueError, r"x must be images \(\.\.\., C, H, W\)", lambda: actions.mirror_images(torch.zeros(5))),
+        (ValueError, r"x must be images \(\.\.\., C, H, W\)", lambda: images.mirror_images(torch.zeros(5))),
         (ValueError, r"fx must have shape \(\.\.\., 3\)", lambda: actions.equivariance_residual(
             net, reg3, reg3, x3, c3.elements[1], fx=torch.zeros(2, 2))),
         (ValueError, r"x must have shape \(N, 3, 8, 8\) \(a batch", lambda: vgg(torch.rand(3, 8, 8))),

@@ -5,9 +5,9 @@ import pytest
 import torch
 from torch import nn
 
+from eqlib.images import mirror_images, prepare_images
 from eqlib.models import MLP
-from eqlib.train import (TrainConfig, cached_train, learning_rate_at, mirror_images, penalty_term,
-                         penalty_weight_at, prepare_images, train)
+from eqlib.train import TrainConfig, cached_train, learning_rate_at, penalty_term, penalty_weight_at, train
 
 
 def _data(n=96, seed=0):

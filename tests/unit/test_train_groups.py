@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from eqlib.actions import check_equivariance, image_dihedral, mirror, regular, trivial
+from eqlib.actions import check_equivariance, regular, trivial
+from eqlib.images import image_dihedral, mirror
 from eqlib.groups import dihedral
 from eqlib.models import MLP
 from eqlib.train import TrainConfig, _act_each, cached_train, penalty_term, train

@@ -25,7 +25,7 @@ and :mod:`eqlib.latent.attention.recover` (head matching and the recovery).
 
 Chapter: *Attention* (book/part2/08_attention).
 """
-from .tokens import ByElement, TokenAction, patch_mirror_action, patchify, unpatchify
+from .tokens import ByElement, TokenAction, patch_mirror_action
 from .recover import (AttentionLatentAction, head_products, match_heads, recover_attention_action,
                       recover_attention_network, recover_token_permutation, transport_parameters)
 from .plant import PlantedAttention, hide_attention_network, plant_attention_equivariant
@@ -33,8 +33,6 @@ from .plant import PlantedAttention, hide_attention_network, plant_attention_equ
 __all__ = [
     "TokenAction",
     "patch_mirror_action",
-    "patchify",
-    "unpatchify",
     "head_products",
     "transport_parameters",
     "match_heads",

@@ -2,7 +2,7 @@
 
 :class:`TokenAction` permutes tokens and acts linearly on each token's features,
 ``g·X = Π_g X R_gᵀ``; :func:`patch_mirror_action` is the mirror on the patch tokens of
-an image (:func:`patchify`). :class:`ByElement` is the mapping keyed by group element
+an image (:func:`eqlib.images.patchify`). :class:`ByElement` is the mapping keyed by group element
 that every attention result uses.
 
 Chapter: *Attention* (book/part2/08_attention).
@@ -17,7 +17,7 @@ from ...groups import FiniteGroup, GroupElement, flip
 from ...validation import check_int, check_shape, check_tensor
 from ..result import MonomialAction
 
-__all__ = ["ByElement", "TokenAction", "patchify", "unpatchify", "patch_mirror_action"]
+__all__ = ["ByElement", "TokenAction", "patch_mirror_action"]
 
 Tensor = torch.Tensor
 
@@ -131,39 +131,6 @@ class TokenAction(Action):
         if self.feature_action is not None:
             y = self.feature_action.act(g, y)
         return y
-
-
-def patchify(images: Tensor, patch: int) -> Tensor:
-    """Cut images (N, C, H, W) into tokens (N, (H/p)(W/p), C p p), row-major over the grid.
-
-    Chapter: *Attention*.
-    """
-    check_tensor("images", images, ndim=4)
-    patch = check_int("patch", patch, 1)
-    N, C, H, W = images.shape
-    if H % patch or W % patch:
-        raise ValueError(f"image size {H}×{W} is not a multiple of the patch size {patch}")
-    x = images.reshape(N, C, H // patch, patch, W // patch, patch)
-    return x.permute(0, 2, 4, 1, 3, 5).reshape(N, (H // patch) * (W // patch), C * patch * patch)
-
-
-def unpatchify(tokens: Tensor, shape: tuple[int, int, int], patch: int) -> Tensor:
-    """Inverse of :func:`patchify`: tokens (N, n, C p p) → images (N, C, H, W).
-
-    Chapter: *Attention*.
-    """
-    C, H, W = check_shape("shape", shape, 3)
-    patch = check_int("patch", patch, 1)
-    check_tensor("tokens", tokens, ndim=3)
-    if H % patch or W % patch:
-        raise ValueError(f"image size {H}×{W} is not a multiple of the patch size {patch}")
-    want = ((H // patch) * (W // patch), C * patch * patch)
-    if tuple(tokens.shape[1:]) != want:
-        raise ValueError(f"tokens must have shape (N, {want[0]}, {want[1]}) for images {tuple(shape)} and patch "
-                         f"{patch}, got {tuple(tokens.shape)}")
-    N = tokens.shape[0]
-    x = tokens.reshape(N, H // patch, W // patch, C, patch, patch)
-    return x.permute(0, 3, 1, 4, 2, 5).reshape(N, C, H, W)
 
 
 def patch_mirror_action(shape: tuple[int, int, int], patch: int) -> TokenAction:
