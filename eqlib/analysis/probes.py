@@ -29,7 +29,7 @@ AXES = ("horizontal", "vertical")
 def probe_inputs(kind: str, n: int, train: CIFAR10, test: CIFAR10, s: Any, seed: int = 0) -> torch.Tensor:
     """Flat probe inputs (n, 3072) in the networks' (normalised) input space.
 
-    ``kind``: ``"noise"`` (isotropic N(0, 1), the paper's protocol: each normalised pixel
+    ``kind``: ``"noise"`` (isotropic N(0, 1), our reading of the paper's noise probes: each normalised pixel
     has unit variance, like the images); ``"images"`` (test images, n ≤ len(test));
     ``"image_cov"`` (Gaussian with the mean and covariance of ``s.cov_images`` training
     images: y = μ + Σ_k z_k (x_k − μ)/√K with z ~ N(0, I)). ``s`` is any settings object

@@ -30,7 +30,7 @@ def check_transform(transform: Callable) -> None:
             out = transform(W1.clone(), b1.clone(), W2.clone(), k.clone())
         except NotImplementedError:
             raise ExerciseError("transform is not implemented yet") from None
-        require(isinstance(out, tuple) and len(out) == 3, "transform must return a tuple (W1, b1, W2)")
+        require(isinstance(out, (tuple, list)) and len(out) == 3, "transform must return a tuple (W1, b1, W2)")
         W1n, b1n, W2n = (torch.as_tensor(t, dtype=torch.float32) for t in out)
         for name, got, want in (("W1", W1n, k @ W1), ("b1", b1n, k @ b1), ("W2", W2n, W2 @ k.T)):
             require(got.shape == want.shape, f"{name} has shape {tuple(got.shape)}, expected {tuple(want.shape)}")
