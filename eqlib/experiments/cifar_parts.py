@@ -30,7 +30,7 @@ from ..images import mirror as mirror_action
 from ..images import patchify, prepare_images, unpatchify
 from ..latent.attention import patch_mirror_action, recover_attention_action
 from ..models import AttentionNetwork
-from ..train import TrainConfig, TrainResult, cached_train
+from ..train import TrainConfig, TrainResult, cached_train, image_preset
 from .cifar_setup import _FIELDS, Settings, _data_spec, train_networks
 
 __all__ = ["ABLATION_PROBES", "ABLATION_VARIANTS", "ablation", "emergence", "PatchAttentionAutoencoder",
@@ -197,7 +197,8 @@ def attention_experiment(s: Settings, train: CIFAR10, test: CIFAR10, seed: int =
                       seed=seed)
     build = lambda: PatchAttentionAutoencoder(s.attention_patch, s.attention_heads, seed=seed)  # noqa: E731
     res = cached_train(build, cfg, (train.images, None), data_spec=_data_spec(train, len(train), seed),
-                       cache_key_extra={"experiment": "cifar_mlp/attention"}, device=device, progress=progress)
+                       cache_key_extra={"experiment": "cifar_mlp/attention"}, device=device, progress=progress,
+                       **image_preset(tuple(train.images.shape[1:])))
     model = res.model.eval()
     action = patch_mirror_action((3, 32, 32), s.attention_patch)
     x = model.tokens(prepare_images(test.images[:256]))

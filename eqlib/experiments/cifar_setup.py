@@ -25,7 +25,7 @@ import torch
 from ..analysis import NETWORKS
 from ..data import CIFAR10, load_cifar10, subset
 from ..models import MLP
-from ..train import TrainConfig, TrainResult, cached_train
+from ..train import TrainConfig, TrainResult, cached_train, image_preset
 from . import protocol
 
 __all__ = ["Settings", "BUDGETS", "BUDGET_SETTINGS", "settings", "parse_setting", "build_mlp",
@@ -227,7 +227,8 @@ def train_networks(s: Settings, train: CIFAR10, test: CIFAR10 | None = None, see
                                  data_spec=_data_spec(train, s.n_train, seed),
                                  cache_key_extra={"experiment": "cifar_mlp", "hidden": list(s.hidden),
                                                   "first_init_scale": first},
-                                 device=device, progress=progress, eval_data=eval_data)
+                                 device=device, progress=progress, eval_data=eval_data,
+                                 **image_preset(tuple(train.images.shape[1:])))
     return out
 
 

@@ -35,12 +35,14 @@ from torch import nn
 from ..analysis import filter_pairing, mirror_symmetric_spectrum, paired_latents, whitening
 from ..data import CIFAR10, load_cifar10, subset
 from ..latent import fit_linear_action
+from ..images import mirror as _MIRROR
 from ..images import mirror_images, prepare_images
+from ..train import TrainConfig, TrainResult, train
 from . import protocol
 from .cifar_setup import build_mlp
 
 __all__ = ["SearchSettings", "SEARCH_VARIANTS", "SEARCH_KEYS", "SEARCH_BUDGETS", "BUDGETS", "settings",
-           "filter_search", "search_summary", "search_figures", "search_html", "load_search",
+           "filter_search", "search_config", "search_train", "search_summary", "search_figures", "search_html", "load_search",
            "load_search_data", "search_record", "main"]
 
 
@@ -210,15 +212,6 @@ def settings(budget: str | None = None, **overrides: Any) -> SearchSettings:
     return protocol.settings(BUDGETS, budget, **overrides)
 
 
-def _lr_factor(schedule: str, step: int, steps: int) -> float:
-    if schedule == "constant":
-        return 1.0
-    warm = max(1, steps // 20)
-    if step < warm:
-        return (step + 1) / warm
-    return 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, steps - warm)))
-
-
 def _filter_similarity(W1: torch.Tensor) -> float:
     """Median ``|cos|`` between two distinct filters: near 1 when the first layer has
     collapsed onto a few directions, so that every filter matches some other one and the
@@ -228,58 +221,57 @@ def _filter_similarity(W1: torch.Tensor) -> float:
     return float(C[~torch.eye(len(C), dtype=torch.bool)].median())
 
 
+def search_config(s: SearchSettings, seed: int) -> TrainConfig:
+    """The :class:`eqlib.train.TrainConfig` of one search run: AdamW with the first layer's
+    weight decay apart, the settings' schedule (``"cosine"``: 5 % warm-up, then cosine to 0),
+    the mirror penalty on the batch and, with ``noise_penalty``, on isotropic noise, and
+    the filter-norm projection after every step when ``first_norm`` > 0.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    return TrainConfig(task="autoencode", epochs=s.epochs, batch_size=s.batch_size, lr=s.lr, optimizer="adam",
+                       weight_decay=s.weight_decay, first_weight_decay=s.first_weight_decay, schedule=s.schedule,
+                       warmup=0.05, augment_mirror=s.augment_mirror, augment_per_batch=True,
+                       penalty="equivariance" if s.penalty_weight + s.noise_penalty > 0 else "none",
+                       penalty_weight=s.penalty_weight, penalty_start=s.penalty_start,
+                       penalty_ramp=s.penalty_ramp, penalty_noise=s.noise_penalty, noise_std=s.noise_std,
+                       after_step=f"first-layer filter norm {s.first_norm!r}" if s.first_norm > 0 else "",
+                       seed=seed)
+
+
+def _project_filters(model: nn.Module, norm: float) -> None:
+    """Rescale every first-layer filter (row of ``model.layers[0].weight``) to ``norm``."""
+    first = model.layers[0].weight
+    with torch.no_grad():
+        first.mul_(norm / first.norm(dim=1, keepdim=True).clamp_min(1e-12))
+
+
+def search_train(s: SearchSettings, X: torch.Tensor, seed: int) -> TrainResult:
+    """Train the search's Tanh autoencoder (seeded by ``seed``) on the rows of ``X`` (already
+    in its input space) with :func:`eqlib.train.train` under
+    :func:`~eqlib.experiments.filter_search.search_config`; with ``first_norm`` the filters
+    are projected to that norm at initialisation and after every step.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    model = build_mlp("tanh", "autoencode", s.hidden, seed=seed, first_init_scale=s.first_init_scale)
+    hooks = {}
+    if s.first_norm > 0:
+        _project_filters(model, s.first_norm)
+        hooks["after_step"] = lambda m, step: _project_filters(m, s.first_norm)
+    rho = _MIRROR((3, 32, 32))
+    return train(model, (X, None), search_config(s, seed), symmetry=(rho, rho), hooks=hooks, device="cpu",
+                 progress=False)
+
+
 def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.Tensor,
                 seed: int) -> tuple[dict[str, Any], nn.Module]:
     """Train one Tanh autoencoder on rows of ``X`` (already in its input space), measure it;
     return (row, model)."""
-    model = build_mlp("tanh", "autoencode", s.hidden, seed=seed, first_init_scale=s.first_init_scale)
-    first = model.layers[0].weight
-    if s.first_norm > 0:
-        with torch.no_grad():
-            first.mul_(s.first_norm / first.norm(dim=1, keepdim=True).clamp_min(1e-12))
-    rest = [q for q in model.parameters() if q is not first]
-    opt = torch.optim.AdamW([{"params": [first], "weight_decay": s.first_weight_decay},
-                             {"params": rest, "weight_decay": s.weight_decay}], lr=s.lr)
-    gen = torch.Generator().manual_seed(seed)
-    steps = s.epochs * math.ceil(len(X) / s.batch_size)
-    step, t0, losses = 0, time.perf_counter(), []
-    model.train()
-    for _ in range(s.epochs):
-        for idx in torch.randperm(len(X), generator=gen).split(s.batch_size):
-            for group in opt.param_groups:
-                group["lr"] = s.lr * _lr_factor(s.schedule, step, steps)
-            x = X[idx]
-            if s.augment_mirror:
-                flip = torch.rand(len(x), generator=gen) < 0.5
-                x = torch.where(flip[:, None], mirror_images(x), x)
-            ramp = (step / steps - s.penalty_start) / max(s.penalty_ramp, 1e-9)
-            on = min(1.0, max(0.0, ramp)) if step >= s.penalty_start * steps else 0.0
-            if on > 0 and s.noise_penalty > 0:
-                y = torch.randn(len(x), X.shape[1], generator=gen) * s.noise_std
-                inputs = torch.cat([x, y])
-            else:
-                inputs = x
-            if on > 0 and (s.penalty_weight > 0 or s.noise_penalty > 0):
-                out = model(torch.cat([inputs, mirror_images(inputs)]))
-                f, fm = out.chunk(2)
-                gap = ((fm - mirror_images(f)) ** 2).mean(1)
-                penalty = s.penalty_weight * gap[:len(x)].mean()
-                if len(inputs) > len(x):
-                    penalty = penalty + s.noise_penalty * gap[len(x):].mean()
-                fx = f[:len(x)]
-            else:
-                fx, penalty = model(x), 0.0
-            loss = ((fx - x) ** 2).mean()
-            opt.zero_grad()
-            (loss + on * penalty).backward()
-            opt.step()
-            if s.first_norm > 0:
-                with torch.no_grad():
-                    first.mul_(s.first_norm / first.norm(dim=1, keepdim=True).clamp_min(1e-12))
-            losses.append(loss.item())
-            step += 1
+    t0 = time.perf_counter()
+    result = search_train(s, X, seed)
     seconds = time.perf_counter() - t0
-    model.eval()
+    model, losses = result.model, result.history["task_loss"]
     W1 = model.layers[0].weight.detach().clone()
     raw, sub = filter_pairing(W1), filter_pairing(W1, subspace=P)
     g = torch.Generator().manual_seed(seed + 1)
@@ -313,7 +305,7 @@ def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.T
            **errors, "offdata_energy": offdata,
            "preact_std_noise": float(W1.norm(dim=1).median()), "preact_std_images": spread_images,
            "end_to_end": end_to_end,
-           "test_relative_error": test_rel, "final_task_loss": float(np.mean(losses[-20:])),
+           "test_relative_error": test_rel, "final_task_loss": float(losses[-1]),
            "train_seconds": seconds}
     return row, model
 

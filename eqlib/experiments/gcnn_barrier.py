@@ -61,7 +61,7 @@ from ..io import atomic_write, cache_dir, config_hash, content_hash, warn_once
 from ..matching import (apply_permutation, interpolate, involution_distance, match_activations, repair,
                         reset_bn)
 from ..models.cnn import VGG, MirrorGCNN, conv_layers, flip_filters, mirror_invariance_error
-from ..train import TrainConfig, cached_train, evaluate_accuracy
+from ..train import TrainConfig, cached_train, evaluate_accuracy, image_preset
 from ..validation import check_tensor
 from . import html_table, protocol
 
@@ -271,7 +271,8 @@ def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = F
                 with _autocast(b, dev):
                     res = cached_train(lambda: build_network(variant, w, s, b).to(memory_format=fmt),
                                        train_config(variant, s, b), train_data, device=dev, progress=progress,
-                                       cache_key_extra=extra or None)
+                                       cache_key_extra=extra or None,
+                                       **image_preset(tuple(train_data[0].shape[1:])))
                 m = res.model.cpu().float().to(memory_format=torch.contiguous_format).eval()
                 nets.append(m.to_cnn().eval() if isinstance(m, MirrorGCNN) else m)
             out[(variant, w)] = nets

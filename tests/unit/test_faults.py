@@ -30,11 +30,14 @@ from eqlib import io as eio
 from eqlib.data import CLASSES, CorruptDataError, load_cifar10
 from eqlib.io import CorruptFileError
 from eqlib.models import MLP
-from eqlib.train import TrainConfig, cached_train, train
+from eqlib.train import TrainConfig, cached_train, image_preset, train
 
 ROOT = Path(__file__).resolve().parents[2]
 PER_CLASS = 2
 pytestmark = pytest.mark.filterwarnings("ignore:.*images per class, not the official")
+
+#: the CIFAR-10 preset (mirror symmetry, normalisation) of the image runs here
+IMG = image_preset()
 
 
 @pytest.fixture(autouse=True)
@@ -235,13 +238,13 @@ def test_unwritable_data_cache_warns_once_and_loads(tmp_path, monkeypatch, code)
 def test_damaged_model_cache_is_retrained_never_loaded(tmp_path, kind):
     """A .pt with 4 KB zeroed used to load silently with 1,025 wrong weights."""
     images, labels = _images()
-    first = cached_train(_model, CFG, (images, labels), progress=False)
+    first = cached_train(_model, CFG, (images, labels), progress=False, **IMG)
     (pt,) = (tmp_path / "cache" / "models").glob("*.pt")
     _damage(pt, kind)
     with pytest.warns(UserWarning, match="corrupt"):
-        again = cached_train(_model, CFG, (images, labels), progress=False)
+        again = cached_train(_model, CFG, (images, labels), progress=False, **IMG)
     assert not again.from_cache and _same_weights(first.model, again.model)
-    assert cached_train(_model, CFG, (images, labels), progress=False).from_cache  # rebuilt
+    assert cached_train(_model, CFG, (images, labels), progress=False, **IMG).from_cache  # rebuilt
 
 
 @pytest.mark.parametrize("kind", ["truncate", "zero-block", "bit-flip"])
@@ -250,7 +253,7 @@ def test_damaged_checkpoint_restarts_from_scratch(tmp_path, kind):
     images, labels = _images()
     ckpt = tmp_path / "run.ckpt"
     cfg = CFG.replace(epochs=3)
-    clean = train(_model(), images, labels, cfg, device="cpu", progress=False)
+    clean = train(_model(), (images, labels), cfg, device="cpu", progress=False, **IMG)
     stop = []
 
     def interrupt(epoch, model, history):
@@ -259,10 +262,10 @@ def test_damaged_checkpoint_restarts_from_scratch(tmp_path, kind):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        train(_model(), images, labels, cfg, device="cpu", progress=False, checkpoints=ckpt, callback=interrupt)
+        train(_model(), (images, labels), cfg, device="cpu", progress=False, **IMG, checkpoints=ckpt, hooks={"after_epoch": interrupt})
     _damage(ckpt, kind)
     with pytest.warns(UserWarning, match="unreadable checkpoint"):
-        resumed = train(_model(), images, labels, cfg, device="cpu", progress=False, checkpoints=ckpt)
+        resumed = train(_model(), (images, labels), cfg, device="cpu", progress=False, **IMG, checkpoints=ckpt)
     assert stop == [2] and resumed.history["epoch"] == [1, 2, 3]
     assert _same_weights(clean.model, resumed.model)
 
@@ -278,17 +281,17 @@ def test_checkpoint_with_valid_checksum_but_code_is_refused(tmp_path):
 
     eio.save_torch({"model": Evil()}, ckpt)
     with pytest.warns(UserWarning, match="unreadable checkpoint"):
-        train(_model(), images, labels, CFG, device="cpu", progress=False, checkpoints=ckpt)
+        train(_model(), (images, labels), CFG, device="cpu", progress=False, **IMG, checkpoints=ckpt)
     assert not marker.exists()
 
 
 @pytest.mark.parametrize("code", [errno.EROFS, errno.ENOSPC], ids=["read-only", "full"])
 def test_unwritable_model_cache_warns_once_and_trains(tmp_path, monkeypatch, code):
     images, labels = _images()
-    reference = train(_model(), images, labels, CFG, device="cpu", progress=False)
+    reference = train(_model(), (images, labels), CFG, device="cpu", progress=False, **IMG)
     with unwritable_cache(tmp_path, monkeypatch, code) as (real, folder):
         with pytest.warns(UserWarning, match="cache|checkpoint") as record:
-            result = cached_train(_model, CFG, (images, labels), progress=False)
+            result = cached_train(_model, CFG, (images, labels), progress=False, **IMG)
         assert 1 <= len(record) <= 2  # one for the cache (and one for the checkpoints)
         assert _same_weights(reference.model, result.model) and not result.from_cache
         assert _no_temporaries(folder)

@@ -12,8 +12,11 @@ from eqlib import actions, groups, images
 from eqlib.data import load_cifar10
 from eqlib.models import MLP, Model
 from eqlib.models.cnn import VGG
-from eqlib.train import TrainConfig, train
+from eqlib.train import TrainConfig, image_preset, train
 from eqlib.validation import check_sequence
+
+#: the CIFAR-10 preset (mirror symmetry, normalisation) of the image runs here
+IMG = image_preset()
 
 
 @pytest.mark.parametrize("value", ["no", "yes", 0, 1, None])
@@ -101,7 +104,7 @@ def test_train_refuses_devices_that_do_not_exist(device):
     images = torch.randint(0, 256, (8, 3, 32, 32), dtype=torch.uint8)
     labels = torch.randint(0, 3, (8,))
     with pytest.raises(ValueError, match="device"):
-        train(MLP([3072, 4, 3], seed=0), images, labels, TrainConfig(epochs=1), device=device, progress=False)
+        train(MLP([3072, 4, 3], seed=0), (images, labels), TrainConfig(epochs=1), device=device, progress=False, **IMG)
 
 
 # -- symmetries: tolerances (NaN disabled the checks) ---------------------------------------------
@@ -336,12 +339,11 @@ def _second_audit_cases():
         ("perms", lambda: matching.apply_permutation(vgg, {k: torch.arange(v).float() for k, v in spec.sizes.items()})),
         ("lr", lambda: TrainConfig(lr=1e30)),
         ("epochs", lambda: TrainConfig(epochs=10**12)),
-        ("mean", lambda: TrainConfig(mean={0.1, 0.2, 0.3})),
-        ("progress", lambda: train(VGG([2, "M"], num_classes=3, image_size=8), torch.zeros(2, 3, 8, 8, dtype=torch.uint8),
-                                   torch.tensor([0, 1]), TrainConfig(epochs=1), progress="no")),
-        ("penalty_samples", lambda: train(VGG([2, "M"], num_classes=3, image_size=8),
-                                          torch.zeros(2, 3, 8, 8, dtype=torch.uint8), torch.tensor([0, 1]),
-                                          TrainConfig(epochs=1), progress=False, penalty_samples=0)),
+        ("mean", lambda: image_preset(mean={0.1, 0.2, 0.3})),
+        ("progress", lambda: train(VGG([2, "M"], num_classes=3, image_size=8),
+                                   (torch.zeros(2, 3, 8, 8, dtype=torch.uint8), torch.tensor([0, 1])),
+                                   TrainConfig(epochs=1), progress="no", **image_preset((3, 8, 8)))),
+        ("penalty_samples", lambda: TrainConfig(epochs=1, penalty_samples=-1)),
         ("num_probes", lambda: lres.homomorphism_error(actions.regular(C3), num_probes=-1)),
         ("log_scale", lambda: latt.hide_attention_network(AttentionNetwork(4, [3, 3]), log_scale=nan)),
         ("token_dim", lambda: latt.TokenAction(C3, None, token_dim=0, token_perms=np.array([[0, 1, 2], [1, 2, 0],

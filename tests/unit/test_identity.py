@@ -21,7 +21,11 @@ from PIL import Image
 from eqlib import io as eio
 from eqlib.data import CIFAR10, CLASSES, load_cifar10
 from eqlib.models import MLP
-from eqlib.train import TrainConfig, cached_train, train
+from eqlib.train import TrainConfig, cached_train, image_preset, train
+
+
+#: the CIFAR-10 preset (mirror symmetry, normalisation) every image run here uses
+IMG = image_preset()
 
 
 @pytest.fixture(autouse=True)
@@ -97,7 +101,7 @@ CFG = TrainConfig(task="classify", epochs=1, batch_size=16)
 
 
 def _first_hit(data, **kw):
-    first = cached_train(_model, CFG, data, progress=False, **kw)
+    first = cached_train(_model, CFG, data, progress=False, **IMG, **kw)
     assert not first.from_cache
     return first
 
@@ -116,7 +120,7 @@ def test_the_model_cache_never_answers_for_other_data(change):
     else:
         images = images.clone()
         images[5, 1, 3, 4] ^= 1
-    assert not cached_train(_model, CFG, (images, labels), progress=False).from_cache
+    assert not cached_train(_model, CFG, (images, labels), progress=False, **IMG).from_cache
 
 
 def test_the_model_cache_tells_apart_permuted_initialisations():
@@ -136,7 +140,7 @@ def test_the_model_cache_tells_apart_permuted_initialisations():
 
     x = torch.rand(4, 3072)
     torch.testing.assert_close(permuted()(x), _model()(x))  # the same function
-    assert not cached_train(permuted, CFG, (images, labels), progress=False).from_cache
+    assert not cached_train(permuted, CFG, (images, labels), progress=False, **IMG).from_cache
 
 
 def test_the_model_cache_keys_the_evaluation_data():
@@ -144,12 +148,12 @@ def test_the_model_cache_keys_the_evaluation_data():
     images, labels = _data()
     test_images, test_labels = _data(24, seed=1)
     first = _first_hit((images, labels), eval_data=(test_images[:8], test_labels[:8]))
-    again = cached_train(_model, CFG, (images, labels), progress=False,
+    again = cached_train(_model, CFG, (images, labels), progress=False, **IMG,
                          eval_data=(test_images[:8], test_labels[:8]))
     assert again.from_cache and again.history["test_accuracy"] == first.history["test_accuracy"]
-    more = cached_train(_model, CFG, (images, labels), progress=False, eval_data=(test_images, test_labels))
+    more = cached_train(_model, CFG, (images, labels), progress=False, **IMG, eval_data=(test_images, test_labels))
     assert not more.from_cache
-    none = cached_train(_model, CFG, (images, labels), progress=False)
+    none = cached_train(_model, CFG, (images, labels), progress=False, **IMG)
     assert not none.from_cache
 
 
@@ -157,7 +161,7 @@ def test_a_given_data_spec_does_not_replace_the_content():
     images, labels = _data()
     _first_hit((images, labels), data_spec={"dataset": "x"})
     assert not cached_train(_model, CFG, (images.flip(1).contiguous(), labels), data_spec={"dataset": "x"},
-                            progress=False).from_cache
+                            progress=False, **IMG).from_cache
 
 
 # -- checkpoints ----------------------------------------------------------------------------------
@@ -171,7 +175,7 @@ def _interrupted(ckpt, cfg, images, labels, at=1):
             raise _Stop
 
     with pytest.raises(_Stop):
-        train(_model(), images, labels, cfg, device="cpu", progress=False, checkpoints=ckpt, callback=stop)
+        train(_model(), (images, labels), cfg, device="cpu", progress=False, **IMG, checkpoints=ckpt, hooks={"after_epoch": stop})
     assert ckpt.exists()
 
 
@@ -192,9 +196,9 @@ def test_a_checkpoint_of_another_run_is_never_resumed(tmp_path, other):
         build = lambda: MLP([3072, 8, 3], activations="tanh", seed=1)  # noqa: E731
     else:
         eval_data = _data(8, seed=3)
-    clean = train(build(), images, labels, cfg, device="cpu", progress=False, eval_data=eval_data)
+    clean = train(build(), (images, labels), cfg, device="cpu", progress=False, **IMG, eval_data=eval_data)
     with pytest.warns(UserWarning, match="belongs to another run"):
-        result = train(build(), images, labels, cfg, device="cpu", progress=False, checkpoints=ckpt,
+        result = train(build(), (images, labels), cfg, device="cpu", progress=False, **IMG, checkpoints=ckpt,
                        eval_data=eval_data)
     assert result.history["epoch"] == list(range(1, cfg.epochs + 1))
     assert all(torch.equal(p, q) for p, q in zip(clean.model.state_dict().values(),
@@ -209,8 +213,8 @@ def test_a_checkpoint_of_the_same_run_is_resumed(tmp_path):
     seen = []
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        train(_model(), images, labels, cfg, device="cpu", progress=False, checkpoints=ckpt,
-              callback=lambda e, m, h: seen.append(e))
+        train(_model(), (images, labels), cfg, device="cpu", progress=False, **IMG, checkpoints=ckpt,
+              hooks={"after_epoch": lambda e, m, h: seen.append(e)})
     assert seen == [2, 3]
 
 
@@ -224,7 +228,7 @@ def test_a_checkpoint_without_identity_is_not_resumed(tmp_path):
     del state["identity"]
     eio.save_torch(state, ckpt)
     with pytest.warns(UserWarning, match="belongs to another run"):
-        result = train(_model(), images, labels, cfg, device="cpu", progress=False, checkpoints=ckpt)
+        result = train(_model(), (images, labels), cfg, device="cpu", progress=False, **IMG, checkpoints=ckpt)
     assert result.history["epoch"] == [1, 2]
 
 

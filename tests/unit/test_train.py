@@ -7,8 +7,12 @@ from torch import nn
 
 from eqlib.images import mirror_images, prepare_images
 from eqlib.models import MLP
-from eqlib.train import TrainConfig, cached_train, learning_rate_at, penalty_term, penalty_weight_at, train
+from eqlib.train import (Normalize, TrainConfig, cached_train, image_preset, learning_rate_at, penalty_term,
+                         penalty_weight_at, train)
 
+
+#: the CIFAR-10 preset (mirror symmetry, normalisation) every image run here uses
+IMG = image_preset()
 
 def _data(n=96, seed=0):
     g = torch.Generator().manual_seed(seed)
@@ -41,9 +45,9 @@ def _same(a: nn.Module, b: nn.Module) -> bool:
 def test_seeded_reproducibility_and_seed_matters():
     images, labels = _data()
     cfg = TrainConfig(task="classify", augment_mirror=True, **FAST)
-    r1 = train(_clf(), images, labels, cfg, device="cpu", progress=False)
-    r2 = train(_clf(), images, labels, cfg, device="cpu", progress=False)
-    r3 = train(_clf(), images, labels, cfg.replace(seed=1), device="cpu", progress=False)
+    r1 = train(_clf(), (images, labels), cfg, device="cpu", progress=False, **IMG)
+    r2 = train(_clf(), (images, labels), cfg, device="cpu", progress=False, **IMG)
+    r3 = train(_clf(), (images, labels), cfg.replace(seed=1), device="cpu", progress=False, **IMG)
     assert _same(r1.model, r2.model)
     assert not _same(r1.model, r3.model)
     assert r1.history["epoch"] == [1, 2, 3]
@@ -59,8 +63,8 @@ def test_history_matches_a_hand_computed_pass():
         logits = model(prepare_images(images).reshape(len(images), -1))
     accuracy = float((logits.argmax(1) == labels).float().mean())
     loss = float(nn.functional.cross_entropy(logits, labels))
-    r = train(_clf(), images, labels, TrainConfig(task="classify", epochs=2, batch_size=32, lr=1e-30),
-              device="cpu", progress=False)
+    r = train(_clf(), (images, labels), TrainConfig(task="classify", epochs=2, batch_size=32, lr=1e-30),
+              device="cpu", progress=False, **IMG)
     assert _same(r.model, model)
     assert r.history["accuracy"] == pytest.approx([accuracy] * 2, abs=1e-6)
     assert r.history["loss"] == pytest.approx([loss] * 2, rel=1e-5)
@@ -70,7 +74,7 @@ def test_history_matches_a_hand_computed_pass():
 def test_training_lowers_the_loss():
     images, labels = _data(64)
     cfg = TrainConfig(task="classify", epochs=15, batch_size=16, lr=3e-3)
-    r = train(_clf(), images, labels, cfg, device="cpu", progress=False)
+    r = train(_clf(), (images, labels), cfg, device="cpu", progress=False, **IMG)
     assert r.history["loss"][-1] < 0.5 * r.history["loss"][0]
 
 
@@ -78,7 +82,7 @@ def test_autoencoder_with_ramped_penalty_and_snapshots():
     images, _ = _data(64)
     cfg = TrainConfig(task="autoencode", epochs=4, batch_size=32, penalty="equivariance", penalty_weight=1.0,
                       penalty_start=0.5, penalty_ramp=0.25, snapshot_every=2)
-    r = train(_ae(), images, None, cfg, device="cpu", progress=False)
+    r = train(_ae(), (images, None), cfg, device="cpu", progress=False, **IMG)
     assert r.history["penalty_weight"][0] == 0 and r.history["penalty"][0] == 0
     assert r.history["penalty"][-1] > 0 and r.history["penalty_weight"][-1] == 1.0
     assert [e for e, _ in r.snapshots] == [0, 2, 4]
@@ -143,7 +147,7 @@ def test_bad_configs_raise():
     with pytest.raises(ValueError, match="penalty_start must be a finite number >= 0.0 and <= 1.0, got 1.5"):
         TrainConfig(penalty_start=1.5)
     with pytest.raises(ValueError, match="labels"):
-        train(_clf(), _data()[0], None, TrainConfig(), device="cpu", progress=False)
+        train(_clf(), (_data()[0], None), TrainConfig(), device="cpu", progress=False, **IMG)
     cfg = TrainConfig(weight_decay=0.1, seed=3)
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg
 
@@ -155,13 +159,22 @@ NAN, INF = float("nan"), float("inf")
     ("epochs", 2.5), ("epochs", NAN), ("epochs", True), ("epochs", 0), ("batch_size", "8"),
     ("lr", NAN), ("lr", INF), ("lr", 0.0), ("penalty_weight", NAN), ("weight_decay", NAN),
     ("weight_decay", -1.0), ("grad_clip", INF), ("momentum", NAN), ("warmup", NAN),
-    ("std", (INF, 1.0, 1.0)), ("std", (0.0, 1.0, 1.0)), ("mean", (NAN, 0.0, 0.0)), ("mean", "abc"),
+    ("penalty_noise", NAN), ("noise_std", 0.0), ("first_weight_decay", -1.0), ("penalty_samples", -1),
+    ("after_step", 3), ("augment_per_batch", "yes"), ("schedule", "cos"),
     ("snapshot_every", -1), ("seed", 1.5), ("augment_mirror", "yes"), ("optimizer", "lbfgs"),
 ])
 def test_train_config_rejects_nan_inf_and_non_integers_naming_the_field(field, value):
     """penalty_weight=nan used to disable the penalty silently, std=inf to zero a channel."""
     with pytest.raises((ValueError, TypeError), match=rf"TrainConfig\.{field}"):
         TrainConfig(**{field: value})
+
+
+@pytest.mark.parametrize("field,value", [
+    ("std", (INF, 1.0, 1.0)), ("std", (0.0, 1.0, 1.0)), ("mean", (NAN, 0.0, 0.0)), ("mean", "abc")])
+def test_normalize_rejects_bad_statistics_naming_them(field, value):
+    """std=inf used to zero a channel; the statistics moved from TrainConfig to the preprocess."""
+    with pytest.raises((ValueError, TypeError), match=field):
+        Normalize(**{field: value})
 
 
 def test_train_config_integral_floats_become_ints():
@@ -173,56 +186,56 @@ def test_train_rejects_float_images_in_0_255_and_nan_inputs():
     images, labels = _data()
     cfg = TrainConfig(task="classify", **FAST)
     with pytest.raises(ValueError, match=r"float images must lie in \[0, 1\].*divide by 255"):
-        train(_clf(), images.float(), labels, cfg, device="cpu", progress=False)
+        train(_clf(), (images.float(), labels), cfg, device="cpu", progress=False, **IMG)
     floats = images.float() / 255
     floats[1, 2, 3, 4] = float("nan")
     with pytest.raises(ValueError, match="images must be finite.*first at index \\(1, 2, 3, 4\\)"):
-        train(_clf(), floats, labels, cfg, device="cpu", progress=False)
+        train(_clf(), (floats, labels), cfg, device="cpu", progress=False, **IMG)
     model = _clf()
     with torch.no_grad():
         next(model.parameters())[0, 0] = float("nan")
     name = next(n for n, _ in model.named_parameters())
     with pytest.raises(ValueError, match=f"parameter '{name}' must be finite"):
-        train(model, images, labels, cfg, device="cpu", progress=False)
+        train(model, (images, labels), cfg, device="cpu", progress=False, **IMG)
 
 
 def test_train_rejects_empty_data_and_bad_labels():
     images, labels = _data()
     cfg = TrainConfig(task="classify", **FAST)
     with pytest.raises(ValueError, match="images must not be empty"):
-        train(_clf(), images[:0], labels[:0], cfg, device="cpu", progress=False)
+        train(_clf(), (images[:0], labels[:0]), cfg, device="cpu", progress=False, **IMG)
     with pytest.raises(TypeError, match="labels must be an integer tensor"):
-        train(_clf(), images, labels.float(), cfg, device="cpu", progress=False)
+        train(_clf(), (images, labels.float()), cfg, device="cpu", progress=False, **IMG)
     with pytest.raises(ValueError, match="labels must be class indices below"):
-        train(_clf(), images, torch.full_like(labels, 42), cfg, device="cpu", progress=False)
+        train(_clf(), (images, torch.full_like(labels, 42)), cfg, device="cpu", progress=False, **IMG)
     with pytest.raises(ValueError, match="checkpoint_every must be an integer >= 1"):
-        train(_clf(), images, labels, cfg, device="cpu", progress=False, checkpoint_every=0)
+        train(_clf(), (images, labels), cfg, device="cpu", progress=False, **IMG, checkpoint_every=0)
     with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
-        train("mlp", images, labels, cfg, device="cpu", progress=False)
+        train("mlp", (images, labels), cfg, device="cpu", progress=False, **IMG)
 
 
 def test_cache_hit_and_miss():
     images, labels = _data()
     cfg = TrainConfig(task="classify", **FAST)
-    r1 = cached_train(_clf, cfg, (images, labels), progress=False)
-    r2 = cached_train(_clf, cfg, (images, labels), progress=False)
+    r1 = cached_train(_clf, cfg, (images, labels), progress=False, **IMG)
+    r2 = cached_train(_clf, cfg, (images, labels), progress=False, **IMG)
     assert not r1.from_cache and r2.from_cache
     assert _same(r1.model, r2.model) and r2.history["loss"] == r1.history["loss"]
-    r3 = cached_train(_clf, cfg.replace(lr=2e-3), (images, labels), progress=False)
+    r3 = cached_train(_clf, cfg.replace(lr=2e-3), (images, labels), progress=False, **IMG)
     assert not r3.from_cache and not _same(r1.model, r3.model)
-    r4 = cached_train(_clf, cfg, (images, labels), cache_key_extra={"variant": "b"}, progress=False)
+    r4 = cached_train(_clf, cfg, (images, labels), cache_key_extra={"variant": "b"}, progress=False, **IMG)
     assert not r4.from_cache
 
 
 def test_corrupt_cache_is_rebuilt_with_a_warning(tmp_path):
     images, labels = _data()
     cfg = TrainConfig(task="classify", **FAST)
-    r1 = cached_train(_clf, cfg, (images, labels), progress=False)
+    r1 = cached_train(_clf, cfg, (images, labels), progress=False, **IMG)
     from eqlib.io import cache_dir
     (path,) = list(cache_dir("models").glob("*.pt"))
     path.write_bytes(b"not a checkpoint")
     with pytest.warns(UserWarning, match="corrupt"):
-        r2 = cached_train(_clf, cfg, (images, labels), progress=False)
+        r2 = cached_train(_clf, cfg, (images, labels), progress=False, **IMG)
     assert not r2.from_cache and _same(r1.model, r2.model)
 
 
@@ -234,19 +247,19 @@ def test_resume_after_interruption_gives_the_same_weights():
     images, labels = _data()
     cfg = TrainConfig(task="classify", epochs=4, batch_size=32, augment_mirror=True, weight_decay=0.01,
                       schedule="warmup_linear", snapshot_every=1)
-    straight = train(_clf(), images, labels, cfg, device="cpu", progress=False)
+    straight = train(_clf(), (images, labels), cfg, device="cpu", progress=False, **IMG)
 
     def stop(epoch, model, history):
         if epoch == 2:
             raise _Interrupt
 
     with pytest.raises(_Interrupt):
-        cached_train(_clf, cfg, (images, labels), progress=False, callback=stop)
+        cached_train(_clf, cfg, (images, labels), progress=False, **IMG, hooks={"after_epoch": stop})
     from eqlib.io import cache_dir
     assert len(list(cache_dir("models").glob("*.ckpt"))) == 1
     seen = []
-    resumed = cached_train(_clf, cfg, (images, labels), progress=False,
-                           callback=lambda e, m, h: seen.append(e))
+    resumed = cached_train(_clf, cfg, (images, labels), progress=False, **IMG,
+                           hooks={"after_epoch": lambda e, m, h: seen.append(e)})
     assert seen == [3, 4]  # continued from the last complete epoch
     assert _same(straight.model, resumed.model)
     assert resumed.history["loss"] == straight.history["loss"]

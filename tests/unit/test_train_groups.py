@@ -52,13 +52,11 @@ def test_penalty_makes_a_plain_mlp_nearly_invariant_and_is_reproducible():
     sym = (image_dihedral((1, 4, 4)), trivial(D4, 3))
     x, y = _data()
     base = TrainConfig(task="classify", epochs=8, batch_size=16, lr=3e-3)
-    plain = train(MLP([16, 16, 3], "tanh", seed=0), x, y, base, device="cpu", progress=False, symmetry=sym)
+    plain = train(MLP([16, 16, 3], "tanh", seed=0), (x, y), base, device="cpu", progress=False, symmetry=sym)
     cfg = base.replace(penalty="invariance", penalty_weight=30.0, penalty_start=0.0, penalty_ramp=0.0,
-                       augment_mirror=True)
-    pen = train(MLP([16, 16, 3], "tanh", seed=0), x, y, cfg, device="cpu", progress=False, symmetry=sym,
-                penalty_samples=2)
-    again = train(MLP([16, 16, 3], "tanh", seed=0), x, y, cfg, device="cpu", progress=False, symmetry=sym,
-                  penalty_samples=2)
+                       augment_mirror=True, penalty_samples=2)
+    pen = train(MLP([16, 16, 3], "tanh", seed=0), (x, y), cfg, device="cpu", progress=False, symmetry=sym)
+    again = train(MLP([16, 16, 3], "tanh", seed=0), (x, y), cfg, device="cpu", progress=False, symmetry=sym)
     assert all(torch.equal(a, b) for a, b in zip(pen.model.state_dict().values(), again.model.state_dict().values()))
     err = lambda m: max(check_equivariance(m, *sym, x).values())  # noqa: E731
     assert err(pen.model) < 0.3 * err(plain.model)
@@ -70,7 +68,7 @@ def test_vector_inputs_and_equivariant_autoencoding():
     x = torch.randn(48, 8, generator=torch.Generator().manual_seed(2))
     cfg = TrainConfig(task="autoencode", epochs=4, batch_size=16, lr=3e-3, penalty="equivariance",
                       penalty_weight=10.0, penalty_start=0.0, penalty_ramp=0.0, augment_mirror=True)
-    r = train(MLP([8, 4, 8], "tanh", seed=0), x, None, cfg, device="cpu", progress=False, symmetry=(rho, rho),
+    r = train(MLP([8, 4, 8], "tanh", seed=0), (x, None), cfg, device="cpu", progress=False, symmetry=(rho, rho),
               eval_data=(x[:8], torch.zeros(8, dtype=torch.long)))
     assert len(r.history["test_loss"]) == 4 and all(v == v for v in r.history["test_loss"])
 
@@ -79,9 +77,9 @@ def test_bad_symmetry_input():
     x, y = _data(8)
     cfg = TrainConfig(task="classify", epochs=1, batch_size=4)
     with pytest.raises(TypeError, match="symmetry"):
-        train(MLP([16, 3], seed=0), x, y, cfg, device="cpu", progress=False, symmetry=image_dihedral((1, 4, 4)))
+        train(MLP([16, 3], seed=0), (x, y), cfg, device="cpu", progress=False, symmetry=image_dihedral((1, 4, 4)))
     with pytest.raises(ValueError, match="rho_in"):
-        train(MLP([16, 3], seed=0), torch.randn(8, 5), y, cfg, device="cpu", progress=False,
+        train(MLP([16, 3], seed=0), (torch.randn(8, 5), y), cfg, device="cpu", progress=False,
               symmetry=(image_dihedral((1, 4, 4)), trivial(dihedral(4), 3)))
 
 
@@ -92,7 +90,7 @@ def test_cached_train_passes_the_symmetry_and_keys_the_cache_by_it(tmp_path, mon
     cfg = TrainConfig(task="autoencode", epochs=2, batch_size=16, lr=3e-3, penalty="equivariance",
                       penalty_weight=10.0, penalty_start=0.0, penalty_ramp=0.0)
     build = lambda: MLP([8, 4, 8], "tanh", seed=0)  # noqa: E731
-    direct = train(build(), x, None, cfg, device="cpu", progress=False, symmetry=(rho, rho))
+    direct = train(build(), (x, None), cfg, device="cpu", progress=False, symmetry=(rho, rho))
     first = cached_train(build, cfg, (x, None), device="cpu", progress=False, symmetry=(rho, rho))
     again = cached_train(build, cfg, (x, None), device="cpu", progress=False, symmetry=(rho, rho))
     assert not first.from_cache and again.from_cache
@@ -104,5 +102,5 @@ def test_cached_train_passes_the_symmetry_and_keys_the_cache_by_it(tmp_path, mon
     assert not third.from_cache
     assert len(list((tmp_path / "models").glob("*.pt"))) == 2
     with pytest.raises(ValueError, match="penalty_samples"):
-        cached_train(build, cfg, (x, None), device="cpu", progress=False, symmetry=(rho, rho),
-                     penalty_samples=0)
+        cached_train(build, cfg.replace(penalty_samples=-1), (x, None), device="cpu", progress=False,
+                     symmetry=(rho, rho))
