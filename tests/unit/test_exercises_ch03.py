@@ -68,3 +68,35 @@ def test_lift_right_and_wrong():
                            (torch.eye(2), "3x3"), (2 * torch.eye(3), "squared")]:
         with pytest.raises(ExerciseError, match=message):
             ch03.check_lift(wrong)
+
+
+def test_lift_accepts_a_numpy_answer():
+    """A right lift given as a NumPy array (or nested lists) is right too."""
+    import numpy as np
+
+    from eqlib.exercises import ch03
+    right = np.array([[-1.0, 0.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]])   # A k A* + (I - A A*)
+    truth = torch.tensor([[1.0], [-1.0], [0.0]]) @ torch.tensor([[-1.0]]) @ torch.tensor(
+        [[1.0, 0.0, 0.0]]) + torch.eye(3) - torch.tensor([[1.0], [-1.0], [0.0]]) @ torch.tensor([[1.0, 0.0, 0.0]])
+    assert np.allclose(right, truth.numpy())
+    assert ch03.check_lift(right) is None
+    assert ch03.check_lift(right.tolist()) is None
+
+
+def test_merge_clone_refuses_an_unshifted_index():
+    """Deleting neuron j first and then adding into the old index a is wrong when a > j."""
+    def shifted_wrong(W1, b1, W2, a, j, c):
+        keep = [i for i in range(W1.shape[0]) if i != j]
+        W2n = W2[:, keep].clone()
+        W2n[:, a if a < W2n.shape[1] else -1] += c * W2[:, j]   # a not shifted after the deletion
+        return W1[keep], b1[keep], W2n
+
+    def right(W1, b1, W2, a, j, c):
+        W2 = W2.clone()
+        W2[:, a] += c * W2[:, j]
+        keep = [i for i in range(W1.shape[0]) if i != j]
+        return W1[keep], b1[keep], W2[:, keep]
+
+    assert check_merge_clone(right) is None
+    with pytest.raises(ExerciseError, match="the function changed"):
+        check_merge_clone(shifted_wrong)
