@@ -87,7 +87,7 @@ class DeepSetsLayer(Layer):
 
 def pair_swap_parameters(layer: DeepSetsLayer) -> dict[str, Tensor]:
     """For sets of n = 2 elements: the parameters θ' = (−Λ, Γ + 2Λ, b) with
-    f(T X; θ) = f(X; θ') = T f(X; θ), T the swap of the two elements.
+    f(Π X; θ) = f(X; θ') = Π f(X; θ), Π the swap of the two elements.
 
     Row 1 of the pre-activation is X_1(Λ + Γ/2) + X_2 Γ/2 + b; swapping X_1, X_2 is the
     same as replacing (Λ + Γ/2, Γ/2) by (Γ/2, Λ + Γ/2), i.e. Λ' = −Λ, Γ' = Γ + 2Λ
