@@ -38,7 +38,9 @@ def check_residual_invariant(W2, W1, x, slope: float = 0.0) -> None:
         return z + torch.nn.functional.leaky_relu(z @ W1.T, a) @ W2.T
 
     with torch.no_grad():
-        err = float((f(-x) - f(x)).norm() / f(x).norm().clamp_min(1e-12))
+        # relative to ‖x‖: f(−x) − f(x) = −2x − (1 + a) W2 W1 x is linear in x, so a scaled-up
+        # wrong answer cannot pass by inflating ‖f(x)‖
+        err = float((f(-x) - f(x)).norm() / x.norm().clamp_min(1e-12))
     require(err < 1e-4, f"f(−x) ≠ f(x) (relative error {err:.3g}); hint: compute "
                         f"σ_a(z) − σ_a(−z) for z > 0 and for z ≤ 0 (slope a = {a:g})")
     passed(f"Correct: the block is invariant ((1 + a) W2 W1 = −2 I with a = {a:g}).")
