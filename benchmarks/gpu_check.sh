@@ -10,8 +10,9 @@
 #        numpy fits); limit BENCH_TIMEOUT (45 s) each;
 #   4. the GCNN barrier at the budget (VGG11, 4 variants x 3 networks); limit: GCNN_SHARE
 #      percent (50) of the time left, at most GCNN_TIMEOUT (270 s). Its JSON goes to OUT and
-#      to book/part3/recorded/; when it runs out, the networks it trained stay in
-#      EQLIB_CACHE (a rerun resumes there) and the summary says so;
+#      to eqlib/recorded/ (the recorded runs ship inside the package); when it runs out,
+#      the networks it trained stay in EQLIB_CACHE (a rerun resumes there) and the summary
+#      says so;
 #   5. a longer exploration until TOTAL: the ablation retrained on all 50,000 images for the
 #      Tanh autoencoder and classifier. Its rows are printed as they finish; when it runs out,
 #      the finished rows are written to OUT/explore_rows_partial.jsonl.
@@ -90,7 +91,7 @@ step "gcnn_barrier $budget" "$out/gcnn_barrier.log" "$(limit "${GCNN_TIMEOUT:-27
   --no-progress --parts barriers || status=1
 if [ -f "$gcnn/gcnn_barrier_$budget.json" ]; then
   cp "$gcnn/gcnn_barrier_$budget.json" "$out/"
-  cp "$gcnn/gcnn_barrier_$budget.json" "book/part3/recorded/gcnn_barrier_$budget.json"
+  cp "$gcnn/gcnn_barrier_$budget.json" "eqlib/recorded/gcnn_barrier_$budget.json"
 else
   echo "== gcnn_barrier: no JSON; the networks it trained are cached in $EQLIB_CACHE (a rerun resumes)" \
     | tee -a "$out/summary.log"

@@ -392,11 +392,11 @@ CLI_EPILOG = """budgets (measured run times; "not measured" where no run backs a
   laptop  4 MLPs (widths {laptop.hidden_text}) on {laptop.n_train:,} images for {laptop.epochs} epochs.
           2 CPU cores: {laptop_cold}; with the trained networks
           already cached, 27-38 s per seed (the recorded three-seed run,
-          book/part3/recorded/cifar_mlp_laptop_seeds.json). GPU: not measured.
+          eqlib/recorded/cifar_mlp_laptop_seeds.json). GPU: not measured.
   full    widths {full.hidden_text} on {full.n_train:,} images for {full.epochs} epochs, {full.noise_samples:,}
           noise probes. One H200 GPU: 79 s, training included (the recorded
-          run, book/part3/recorded/cifar_mlp_full.json). 2 CPU cores: not
-          measured.
+          run, eqlib/recorded/cifar_mlp_full.json). 2 CPU cores: not
+          measured. The recorded runs ship inside eqlib (eqlib/recorded/).
   ci      an old name of laptop, still accepted (older scripts, CI).
 
 outputs in --out (names carry the budget and the seed, so runs never overwrite

@@ -20,7 +20,8 @@ and gets from here
   moved in at once (:func:`staged_outputs`; nothing is lost when the move fails),
 - :func:`text_table`: the plain-text summary table a command line prints at the end,
 - :func:`load_json` and :func:`check_recorded`: the recorded-run check any experiment's
-  test calls (the recorded run was made with the current budget, up to named changes).
+  test calls (the recorded run was made with the current budget, up to named changes);
+  :func:`load_recorded` reads a recorded run shipped in the package (``eqlib/recorded/``).
 
 Chapters: Part III, *Experiments* (book/part3).
 """
@@ -42,12 +43,12 @@ from typing import Any, TypeVar
 from ..budget import budget as select_budget
 from ..budget import budget_choices
 from . import writable_folder
-from .records import NONFINITE_KEY, load_json, strict_json, write_json
+from .records import NONFINITE_KEY, RECORDS, load_json, load_recorded, strict_json, write_json
 
 __all__ = ["settings", "settings_dict", "parse_setting", "parse_settings", "parse_seeds",
            "build_parser", "parse_args", "write_json", "strict_json", "load_json", "check_recorded",
            "numbers_differ", "output_name", "check_targets", "staged_outputs", "write_outputs",
-           "OutputsKept", "text_table", "NONFINITE_KEY"]
+           "OutputsKept", "text_table", "NONFINITE_KEY", "RECORDS", "load_recorded"]
 
 S = TypeVar("S")
 

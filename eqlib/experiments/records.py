@@ -7,6 +7,9 @@ where (under
 whole when the write fails) and :func:`~eqlib.experiments.records.load_json` reads it back,
 restoring the noted
 non-finite numbers and checking the keys a chapter reads.
+:func:`~eqlib.experiments.records.load_recorded` reads the recorded runs the chapters show,
+which ship inside the package (``eqlib/recorded/``, read through
+:mod:`importlib.resources`), so a chapter runs wherever its notebook is opened.
 :mod:`eqlib.experiments.protocol` re-exports every name.
 
 Chapters: Part III, *Experiments* (book/part3).
@@ -14,6 +17,7 @@ Chapters: Part III, *Experiments* (book/part3).
 from __future__ import annotations
 
 import errno
+import importlib.resources
 import json
 import math
 import os
@@ -23,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write
+from ..validation import check_bool, check_choice, show
 
-__all__ = ["NONFINITE_KEY", "strict_json", "write_json", "load_json"]
+__all__ = ["NONFINITE_KEY", "RECORDS", "strict_json", "write_json", "load_json", "load_recorded"]
 
 
 #: the key under which :func:`~eqlib.experiments.records.write_json` notes the non-finite
@@ -184,3 +189,54 @@ def load_json(path: str | os.PathLike, required: Sequence[str] = ("settings",)) 
     if missing:
         raise ValueError(f"{str(path)!r} lacks {missing}; was it written by this experiment?")
     return record
+
+
+#: the recorded runs the package ships in ``eqlib/recorded/``: file name -> the keys
+#: :func:`~eqlib.experiments.records.load_recorded` checks. ``gcnn_barrier_full.json`` is
+#: written there by ``benchmarks/gpu_check.sh`` and absent until a GPU session records it.
+RECORDS: dict[str, tuple[str, ...]] = {
+    "cifar_mlp_full.json": ("settings", "networks"),
+    "cifar_mlp_full_explore.json": ("settings", "networks"),
+    "cifar_mlp_laptop_seeds.json": ("settings", "networks"),
+    "cifar_mlp_search.json": ("base", "variants", "rows", "summary"),
+    "gcnn_barrier_laptop.json": ("budget", "cells"),
+    "gcnn_barrier_full.json": ("budget", "cells"),
+}
+
+
+def load_recorded(name: str, missing_ok: bool = False) -> dict[str, Any] | None:
+    """The recorded run ``name`` (a plain file name, one of
+    :data:`~eqlib.experiments.records.RECORDS`), read from the package's own
+    ``eqlib/recorded/`` through :func:`importlib.resources.files` and checked by
+    :func:`~eqlib.experiments.records.load_json` (strict JSON, non-finite numbers restored,
+    the record's keys present). It does not depend on the working folder, so a chapter
+    opened anywhere (a single downloaded notebook, Colab, an installed ``eqlib``) reads
+    the same records.
+
+    With ``missing_ok=True`` a known record that has not been recorded yet (the
+    published-scale ``gcnn_barrier_full.json``) gives ``None`` instead of an error.
+
+    Raises:
+        TypeError: ``name`` is not a str.
+        ValueError: ``name`` is not one of the known file names (a path, ``..`` or an
+            unknown record); the file is not JSON or lacks the record's keys.
+        FileNotFoundError: the record is known but not in the package (and not
+            ``missing_ok``).
+
+    Chapters: *Parameter symmetries* (book/part1/04_parameter_symmetries), *MLPs*
+    (book/part2/07_mlps), *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns),
+    *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a record's file name (a str), got {show(name)}")
+    check_choice("name", name, tuple(RECORDS))
+    missing_ok = check_bool("missing_ok", missing_ok)
+    resource = importlib.resources.files("eqlib").joinpath("recorded", name)
+    if not resource.is_file():
+        if missing_ok:
+            return None
+        raise FileNotFoundError(f"the recorded run {name!r} is not in this eqlib "
+                                f"({resource}); it is written there by its experiment's "
+                                "recording (benchmarks/gpu_check.sh for the full budgets)")
+    with importlib.resources.as_file(resource) as path:
+        return load_json(path, required=RECORDS[name])

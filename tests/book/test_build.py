@@ -95,7 +95,7 @@ def test_experiment_pages_show_html_tables_and_their_budget(built_book, page):
     assert not re.search(r"^\s*\|[^\n]*\|\s*$", text, re.M), f"{page}: a raw '| … |' table"
     budget = re.search(r"This page was computed at the\s+(?:<[^>]+>\s*)*(\w+)", _main(html))
     assert budget and budget.group(1) in ("laptop", "full"), f"{page}: does not say its budget"
-    recorded = (REPO / "book/part3/recorded/gcnn_barrier_full.json").is_file()
+    recorded = (REPO / "eqlib/recorded/gcnn_barrier_full.json").is_file()
     if page.endswith("10_relu_cnns_gcnns"):
         assert ("No published-scale run has been recorded yet" in text) != recorded
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 import torch
@@ -267,16 +266,13 @@ def test_run_checks_out_is_writable_before_any_work(tmp_path):
         E.run("laptop", out=blocker / "results")
 
 
-RECORDED = Path(__file__).resolve().parents[2] / "book" / "part3" / "recorded"
-
-
 def test_recorded_full_run_matches_the_full_budget():
     """Chapter 11 shows a recorded full-budget run; changing the full budget means recording it again
     (bash benchmarks/gpu_check.sh)."""
-    record = E.load_results(RECORDED / "cifar_mlp_full.json")
+    record = protocol.load_recorded("cifar_mlp_full.json")
     protocol.check_recorded(record, E.settings("full"), required=("table", "networks", "attention"))
     assert {r["network"] for r in record["table"]} == set(A.NETWORKS)
-    explore = E.load_results(RECORDED / "cifar_mlp_full_explore.json")
+    explore = protocol.load_recorded("cifar_mlp_full_explore.json")
     protocol.check_recorded(explore, E.settings("full"), allowed_changes={
         "ablation_n_train", "ablation_epochs", "ablation_networks", "ablation_variants"})
     with pytest.raises(AssertionError, match="record it again"):  # the check can fail
@@ -288,7 +284,7 @@ def test_recorded_full_run_matches_the_full_budget():
 def test_recorded_laptop_seeds_match_the_laptop_budget():
     """Chapter 11 asserts its laptop claims on every seed of this record; changing the laptop
     budget means recording it again (python -m eqlib.experiments.cifar_mlp --seeds 0,1,2)."""
-    record = E.load_results(RECORDED / "cifar_mlp_laptop_seeds.json")
+    record = protocol.load_recorded("cifar_mlp_laptop_seeds.json")
     protocol.check_recorded(record, E.settings("laptop"), required=("runs", "spread", "chapter_extras"))
     assert sorted(record["seeds"]) == [0, 1, 2] and len(record["runs"]) == 3
     with pytest.raises(AssertionError, match="record it again"):
@@ -304,10 +300,10 @@ def test_load_results_errors_and_text_tables(tmp_path):
     (tmp_path / "other.json").write_text('{"a": 1}')
     with pytest.raises(ValueError, match="lacks"):
         E.load_results(tmp_path / "other.json")
-    record = E.load_results(RECORDED / "cifar_mlp_full.json")
+    record = protocol.load_recorded("cifar_mlp_full.json")
     text = A.table_text(record["table"])
     assert len(text.splitlines()) == 1 + 4 * 2 * 2 and "f2∘f1" in text and "0.029" in text
-    assert "network" in A.ablation_text(E.load_results(RECORDED / "cifar_mlp_full_explore.json")["ablation"])
+    assert "network" in A.ablation_text(protocol.load_recorded("cifar_mlp_full_explore.json")["ablation"])
 
 
 def test_command_line_end_to_end_on_tiny_data(tmp_path, monkeypatch, capsys):

@@ -28,7 +28,6 @@ from eqlib.experiments import gcnn_barrier as gb  # noqa: E402
 from eqlib.experiments import protocol as P  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-RECORDED = REPO / "book" / "part3" / "recorded"
 
 
 def _help(module, capsys) -> str:
@@ -58,16 +57,16 @@ def test_help_explains_names_and_hides_the_legacy_budget(module, capsys):
 
 def test_help_states_only_run_times_that_a_record_backs(capsys):
     text = " ".join(_help(E, capsys).split())
-    full = P.load_json(RECORDED / "cifar_mlp_full.json")
+    full = P.load_recorded("cifar_mlp_full.json")
     assert f"One H200 GPU: {full['seconds']:.0f} s" in text and "H200" in full.get("device_name", "H200")
-    runs = P.load_json(RECORDED / "cifar_mlp_laptop_seeds.json")["runs"]
+    runs = P.load_recorded("cifar_mlp_laptop_seeds.json")["runs"]
     low, high = min(r["seconds"] for r in runs), max(r["seconds"] for r in runs)
     assert f"{low:.0f}-{high:.0f} s per seed" in text and "already cached" in text
     assert "not measured" in text  # where nothing backs a figure, the help says so
     text = " ".join(_help(gb, capsys).split())
-    laptop = P.load_json(RECORDED / "gcnn_barrier_laptop.json")
+    laptop = P.load_recorded("gcnn_barrier_laptop.json")
     assert f"took {laptop['seconds']:.0f} s after training" in text
-    assert not (RECORDED / "gcnn_barrier_full.json").exists() and "Not measured" in text
+    assert P.load_recorded("gcnn_barrier_full.json", missing_ok=True) is None and "Not measured" in text
 
 
 def test_the_legacy_budget_is_still_accepted(tmp_path):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,8 +12,8 @@ from eqlib import images
 from eqlib.data import CIFAR10
 from eqlib.experiments import cifar_mlp
 from eqlib.experiments import filter_search as E
+from eqlib.experiments import protocol
 
-RECORD = Path(__file__).resolve().parents[2] / "book" / "part3" / "recorded" / "cifar_mlp_search.json"
 TINY = E.SearchSettings(n_train=60, n_test=40, hidden=(12, 8, 8), epochs=2, batch_size=32,
                         probes=100, subspace_k=16)
 
@@ -168,7 +167,7 @@ def test_search_figures(tiny_search):
 def test_recorded_search_is_complete_and_consistent():
     """The record the chapter reads: every variant ran, the summary is the one
     ``search_summary`` computes from its rows, and the chapter's protocol has 3 seeds."""
-    rec = json.loads(RECORD.read_text())
+    rec = protocol.load_recorded("cifar_mlp_search.json")
     assert not rec.get("partial")
     assert set(rec["variants"]) == {r["variant"] for r in rec["rows"]}
     assert rec["summary"] == json.loads(json.dumps(E.search_summary(rec["rows"])))

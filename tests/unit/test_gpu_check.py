@@ -38,8 +38,8 @@ def run_check(tmp_path: Path, hang: str, **env_extra: str):
     stub = tmp_path / "python-stub"
     stub.write_text(STUB)
     stub.chmod(0o755)
-    repo = tmp_path / "repo"  # the script writes book/part3/recorded/ under its working folder
-    (repo / "book" / "part3" / "recorded").mkdir(parents=True, exist_ok=True)
+    repo = tmp_path / "repo"  # the script writes eqlib/recorded/ under its working folder
+    (repo / "eqlib" / "recorded").mkdir(parents=True, exist_ok=True)
     out = tmp_path / "out"
     calls = tmp_path / "calls.log"
     env = dict(os.environ, PYTHON=str(stub), CALLS=str(calls), HANG=hang, BUDGET="full",
@@ -61,7 +61,7 @@ def test_all_steps_finish_in_order_and_record(tmp_path):
         assert key in call, (call, key)
     assert (out / "cifar_mlp_full.json").exists() and (out / "explore_cifar_mlp_full.json").exists()
     assert (out / "gcnn_barrier_full.json").exists()
-    assert (repo / "book/part3/recorded/gcnn_barrier_full.json").exists()
+    assert (repo / "eqlib/recorded/gcnn_barrier_full.json").exists()
     assert not (out / "explore_rows_partial.jsonl").exists()
     assert "status 0" in (out / "summary.log").read_text()
 
