@@ -117,6 +117,7 @@ def test_a_built_wheel_ships_the_records_and_reads_them(tmp_path):
     (wheel,) = out.glob("eqlib-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = sorted(p.name for p in FOLDER.glob("*.json"))
+    assert len(shipped) >= 5, shipped
     missing = [n for n in shipped if f"eqlib/recorded/{n}" not in names]
     assert not missing, f"the wheel lacks {missing}: see [tool.setuptools.package-data]"
     # read back from the wheel itself, from a folder with no recorded/ beside it
