@@ -223,8 +223,8 @@ def load_recorded(name: str, missing_ok: bool = False) -> dict[str, Any] | None:
         FileNotFoundError: the record is known but not in the package (and not
             ``missing_ok``).
 
-    Chapters: *Parameter symmetries* (book/part1/04_parameter_symmetries), *MLPs*
-    (book/part2/07_mlps), *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns),
+    Chapters: *Parameter symmetries* (book/part1/04_parameter_symmetries), *MLPs: tanh,
+    ReLU, GELU* (book/part2/07_mlps), *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns),
     *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
     if not isinstance(name, str):

@@ -34,6 +34,17 @@ def _record_reading_prefix(nb: nbformat.NotebookNode) -> list:
     return code[:readers[-1] + 1]
 
 
+def _seconds(cell) -> float:
+    """A cell's run time from nbclient's timing metadata."""
+    from datetime import datetime
+    meta = cell.get("metadata", {}).get("execution", {})
+    start, end = meta.get("iopub.execute_input"), meta.get("shell.execute_reply")
+    if not (start and end):
+        return 0.0
+    parse = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))  # noqa: E731
+    return (parse(end) - parse(start)).total_seconds()
+
+
 @pytest.mark.timeout(TIMEOUT)
 def test_chapter_11_runs_without_recorded_beside_it(tmp_path):
     folder = tmp_path / "downloaded"
@@ -50,6 +61,9 @@ def test_chapter_11_runs_without_recorded_beside_it(tmp_path):
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(folder)}})
     client.execute()  # raises CellExecutionError (with the cell and traceback) on an error
+    seconds = sorted(((_seconds(c), c.get("id", "?")) for c in nb.cells), reverse=True)
+    print(f"chapter 11 from {folder}: {sum(t for t, _ in seconds):.0f} s in its cells; slowest:",
+          ", ".join(f"{i} {t:.0f} s" for t, i in seconds[:5]))
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, errors
     assert sorted(p.name for p in folder.iterdir() if p.name != ".ipynb_checkpoints") == [
