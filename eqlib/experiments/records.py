@@ -231,7 +231,7 @@ def load_recorded(name: str, missing_ok: bool = False) -> dict[str, Any] | None:
         raise TypeError(f"name must be a record's file name (a str), got {show(name)}")
     check_choice("name", name, tuple(RECORDS))
     missing_ok = check_bool("missing_ok", missing_ok)
-    resource = importlib.resources.files("eqlib").joinpath("recorded", name)
+    resource = importlib.resources.files("eqlib").joinpath("recorded").joinpath(name)
     if not resource.is_file():
         if missing_ok:
             return None
