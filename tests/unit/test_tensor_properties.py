@@ -234,6 +234,9 @@ ENTRIES: list[Entry] = [
     # -- symmetries ------------------------------------------------------------------------------------
     E(symmetries.SymmetryElement.__init__, lambda n, s: (lambda perm, scale: symmetries.SymmetryElement(
         perm, scale).matrix(), {"perm": perm(s, 4), "scale": un(s, 4) + 0.5})),
+    # unchecked is in the table, not EXEMPT: it skips the *values* check (a recovered element may
+    # have zero scales), but it checks the kind of its arguments (integer perm, real scale, 1-D,
+    # one length, data), which reads no entry, so it must pass the battery like every entry point
     E(symmetries.SymmetryElement.unchecked.__func__, lambda n, s: (lambda perm, scale: symmetries.SymmetryElement
                                                                   .unchecked(perm, scale).matrix(),
                                                                   {"perm": perm(s, 4), "scale": un(s, 4) + 0.5})),
@@ -761,3 +764,49 @@ def test_merge_data_gates_the_test_split():
         gcnn_barrier.MergeData.from_images(imgs, imgs, labels[:1])
     with pytest.raises(ValueError, match="match_images: float images must lie in"):
         gcnn_barrier.MergeData.from_images(imgs.float(), imgs, labels)
+
+
+def test_layer_gate_fast_path_and_casts():
+    """The layers' gate returns a right input itself (no copy); other float precisions are cast
+    to the weights' dtype; integers, bool, complex, lists and meta tensors are refused by name."""
+    layer = Dense(4, 3, "tanh", seed=0)
+    x = rn(0, 2, 4)
+    assert layer._input(x, layer.weight) is x
+    torch.testing.assert_close(layer(x.double()), layer(x))
+    torch.testing.assert_close(layer(x.half()), layer(x.half().float()))
+    for bad, kind in ((x.long(), TypeError), (x.bool(), TypeError), (x.to(torch.complex64), TypeError),
+                      (x.tolist(), TypeError), (x.to("meta"), ValueError), (x[0, 0], ValueError)):
+        with pytest.raises(kind, match="x"):
+            layer(bad)
+    conv = seeded(0, lambda: cnn.ConvLayer(3, 4, 8)).eval()
+    with pytest.raises(ValueError, match=r"x must have shape \(N, 3, \*, \*\)"):
+        conv(rn(0, 2, 5, 8, 8))
+
+
+def test_symmetries_never_truncate_or_drop_parts():
+    """AttentionSymmetry truncated a float head permutation (as_tensor(..., long)); SymmetryElement
+    applied to a complex weight kept it complex; from_matrix dropped an imaginary part."""
+    A = torch.eye(3).repeat(2, 1, 1)
+    with pytest.raises(TypeError, match="perm"):
+        symmetries.AttentionSymmetry(torch.tensor([1.7, 0.2]), A, A)
+    with pytest.raises(TypeError, match="A must"):
+        symmetries.AttentionSymmetry(torch.tensor([1, 0]), A.tolist(), A)
+    k = sym_el(0, 3)
+    with pytest.raises(TypeError, match="z must be a real tensor"):
+        k.act(rn(0, 2, 3).to(torch.complex64))
+    with pytest.raises(TypeError, match="matrix"):
+        symmetries.SymmetryElement.from_matrix(k.matrix().to(torch.complex64))
+    with pytest.raises(TypeError, match="perm"):
+        symmetries.SymmetryElement.unchecked(torch.tensor([1.0, 0.0]), torch.ones(2))
+    zero = symmetries.SymmetryElement.unchecked(torch.tensor([1, 0], dtype=torch.int32), torch.tensor([0, 2]))
+    assert zero.perm.dtype == torch.long and zero.scale.tolist() == [0.0, 2.0]  # values are not checked
+
+
+def test_dense_actions_never_in_integer_arithmetic():
+    """A dense action (recovered, lifted) applied to an integer x cast its matrices to int."""
+    rot = lres.dense_action(C3, rotation_matrices())
+    x = torch.tensor([[2, 0]])
+    torch.testing.assert_close(rot.act(C3.elements[1], x), rot.act(C3.elements[1], x.float()))
+    W = torch.tensor([[2, 0], [0, 1]])
+    k = rotation_matrices()[1]
+    torch.testing.assert_close(lweights.right_multiply(W, k), W.float() @ k)
