@@ -34,12 +34,13 @@ class Layer(nn.Module):
         of dimensions is in ``ndim`` (ValueError). Another float precision is cast to
         ``param``'s dtype. The usual input (right dtype and device) costs a few comparisons
         and no copy."""
-        trailing = tuple(self.in_shape) if trailing is None else trailing
-        if (type(x) is torch.Tensor and x.dtype == param.dtype and x.device == param.device
-                and (ndim is None or x.ndim in ndim) and _trailing_ok(x, trailing)):
-            return x  # the fast path of every forward pass
+        trailing = self.in_shape if trailing is None else trailing
+        if type(x) is torch.Tensor and x.dtype == param.dtype and x.device == param.device:
+            shape = x.shape
+            if (ndim is None or len(shape) in ndim) and _trailing_ok(shape, trailing):
+                return x  # the fast path of every forward pass
         check_tensor(name, x, dtype="float", device=param.device)
-        if (ndim is not None and x.ndim not in ndim) or not _trailing_ok(x, trailing):
+        if (ndim is not None and x.ndim not in ndim) or not _trailing_ok(x.shape, trailing):
             want = ", ".join("*" if t is None else str(t) for t in trailing)
             lead = "N, " if ndim is None or max(ndim) > len(trailing) else ""
             raise ValueError(f"{name} must have shape ({lead}{want}), got {tuple(x.shape)}")
@@ -54,11 +55,15 @@ class Layer(nn.Module):
         return int(torch.Size(self.out_shape).numel())
 
 
-def _trailing_ok(x: torch.Tensor, trailing: tuple[int | None, ...]) -> bool:
+def _trailing_ok(shape: torch.Size, trailing: tuple[int | None, ...]) -> bool:
+    """The last ``len(trailing)`` sizes of ``shape`` are ``trailing`` (None: any size)."""
     k = len(trailing)
-    if x.ndim < k:
+    if len(shape) < k:
         return False
-    return all(t is None or s == t for s, t in zip(x.shape[x.ndim - k:], trailing))
+    for have, want in zip(shape[len(shape) - k:], trailing):
+        if want is not None and have != want:
+            return False
+    return True
 
 
 class Model(nn.Module):
