@@ -734,10 +734,7 @@ def test_tensor_variants_give_the_same_result_or_a_clear_error(entry):
 #: IndexError). Remove a line when its defect is fixed.
 KNOWN: dict[str, set[str]] = {
     "filter_distance": {"bfloat16", "complex", "float16", "float32", "float64", "int", "meta"},
-    "mirror_images": {"container"},
-    "normalize": {"meta"},
     "normalize_kernels": {"0-d", "container"},
-    "random_mirror": {"meta"},
 }
 
 
