@@ -22,7 +22,6 @@ PENDING_MODULES: set[str] = {
     # images move to eqlib/images.py and the one training loop replaces two (issue #24, items 1-2;
     # owned by other changes)
     "train.py",
-    "actions.py",
     "experiments/gcnn_barrier.py",
 }
 
