@@ -20,8 +20,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
-from ..actions import (Action, DirectSum, PermutationAction, _check_pair, equivariant_basis,
-                       trivial)
+from ..actions import Action, DirectSum, PermutationAction, equivariant_basis, trivial
+from ..actions.intertwiners import _check_pair
 from ..validation import check_bool, check_tensor, show
 from .base import Layer
 from .activation import activation_record
