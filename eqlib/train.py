@@ -77,6 +77,10 @@ class TrainConfig:
             ``warmup`` of training, then linear decay to 0).
         warmup: fraction of training spent warming up.
         augment_mirror: mirror each image with probability 1/2 along ``mirror_axis``.
+        augment_crop: translation augmentation: pad every image by this many zero
+            (black) pixels on each side and crop a random window of the original size,
+            each offset uniform in 0 .. 2·``augment_crop``, drawn per epoch from the
+            seeded generator (0: none). Images only, not the group-generic trainer.
         penalty: ``"none"``, ``"equivariance"`` (autoencoders: f(mx) ≈ m f(x)) or
             ``"invariance"`` (classifiers: f(mx) ≈ f(x)).
         penalty_weight: the weight once fully on.
@@ -105,6 +109,7 @@ class TrainConfig:
     schedule: str = "constant"
     warmup: float = 0.05
     augment_mirror: bool = False
+    augment_crop: int = 0
     penalty: str = "none"
     penalty_weight: float = 0.0
     penalty_start: float = 0.5
@@ -122,10 +127,10 @@ class TrainConfig:
         for name, options in (("task", _TASKS), ("optimizer", _OPTIMIZERS), ("schedule", _SCHEDULES),
                               ("penalty", _PENALTIES), ("mirror_axis", tuple(MIRROR_AXES))):
             check_choice(f"TrainConfig.{name}", getattr(self, name), options)
-        for name, low in (("epochs", 1), ("batch_size", 1), ("snapshot_every", 0), ("seed", 0)):
+        for name, low in (("epochs", 1), ("batch_size", 1), ("snapshot_every", 0), ("seed", 0), ("augment_crop", 0)):
             value = getattr(self, name)
             # torch generators take 64-bit seeds; an epoch count beyond 10^6 would run for ever
-            high = {"seed": 2**63 - 1, "epochs": 10**6, "batch_size": 2**31}.get(name)
+            high = {"seed": 2**63 - 1, "epochs": 10**6, "batch_size": 2**31, "augment_crop": 64}.get(name)
             if check_int(f"TrainConfig.{name}", value, low, high) != value or type(value) is not int:
                 object.__setattr__(self, name, int(value))
         check_float("TrainConfig.lr", self.lr, 0.0, LR_MAX, low_open=True)
@@ -149,8 +154,10 @@ class TrainConfig:
         object.__setattr__(self, "std", tuple(float(v) for v in self.std))
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict of the fields."""
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()}
+        """A JSON-serialisable dict of the fields (``augment_crop`` only when on, so the
+        cache keys of runs without it are those from before it existed)."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()
+                if not (k == "augment_crop" and v == 0)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "TrainConfig":
@@ -312,6 +319,17 @@ def _act_each(rho: Action, index: torch.Tensor, x: torch.Tensor) -> torch.Tensor
         if g != rho.group.identity and bool(mask.any()):
             out[mask] = rho.act(g, x[mask])
     return out
+
+
+def _random_crops(x: torch.Tensor, offsets: torch.Tensor, pad: int) -> torch.Tensor:
+    """Window ``x[n, :, dy:dy+H, dx:dx+W]`` of each image zero-padded by ``pad`` pixels, with
+    ``(dy, dx) = offsets[n]`` in 0 .. 2·pad: one gather on the batch, no loop over samples."""
+    n, c, h, w = x.shape
+    wp = w + 2 * pad
+    xp = F.pad(x, (pad, pad, pad, pad)).view(n, c, -1)
+    ar_h, ar_w = torch.arange(h, device=x.device), torch.arange(w, device=x.device)
+    index = (offsets[:, 0, None, None] + ar_h.view(1, h, 1)) * wp + offsets[:, 1, None, None] + ar_w.view(1, 1, w)
+    return xp.gather(2, index.view(n, 1, h * w).expand(n, c, h * w)).view(n, c, h, w)
 
 
 def penalty_weight_at(config: TrainConfig, progress: float) -> float:
@@ -572,6 +590,9 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
     if symmetry is not None:
         rho_in, rho_out = _check_symmetry(symmetry)
         _check_samples(images, labels, config.task, rho_in)
+        if config.augment_crop:
+            raise ValueError("TrainConfig.augment_crop crops images; the group-generic trainer (symmetry=...) "
+                             "takes none (set augment_crop=0)")
     else:
         _check_data(images, labels, config.task)
     if eval_data is not None:
@@ -659,6 +680,8 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
             else None
         elements = torch.randint(rho_in.group.order, (n,), generator=gen, device=dev) \
             if config.augment_mirror and rho_in is not None else None
+        offsets = torch.randint(2 * config.augment_crop + 1, (n, 2), generator=gen, device=dev) \
+            if config.augment_crop else None
         # per batch, kept on the device until the epoch ends (one sync per epoch):
         task_losses: list[torch.Tensor] = []
         penalties: list[torch.Tensor] = []  # batches with the penalty on
@@ -669,7 +692,9 @@ def train(model: nn.Module, images: torch.Tensor, labels: torch.Tensor | None, c
         for b in range(steps_per_epoch):
             if b % block == 0:  # normalise (and mirror) the next `block` batches in one go
                 idx = perm[b * bs:(b + block) * bs]
-                if rho_in is None:
+                if rho_in is None and offsets is not None:  # crop the zero-padded (black) image
+                    xs = _random_crops(x_all[idx].float(), offsets[idx], config.augment_crop).mul_(mul).sub_(sub)
+                elif rho_in is None:
                     xs = x_all[idx].float().mul_(mul).sub_(sub)
                 else:  # group-generic: samples as they are
                     xs = x_all[idx].float()

@@ -91,6 +91,8 @@ class BarrierBudget:
         fixed_fraction: channels fixed by π in the GCNN (symmetric filters in layer 1).
         alphas: points of the interpolation curves.
         seeds: the networks' seeds (empty: ``0 .. networks − 1``); the CLI's ``--seeds``.
+        augment_crop: translation augmentation of every variant (pad by this many black
+            pixels, crop a random 32×32 window: ``TrainConfig.augment_crop``); 0: none.
         amp: ``"bf16"`` trains and evaluates under bfloat16 autocast (GPU speed), ``"none"`` not.
         channels_last: train in the channels-last memory format (faster convolutions on GPUs).
 
@@ -117,6 +119,7 @@ class BarrierBudget:
     fixed_fraction: float = 0.25
     alphas: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
     seeds: tuple[int, ...] = ()
+    augment_crop: int = 0
     amp: str = "none"
     channels_last: bool = False
 
@@ -133,6 +136,10 @@ class BarrierBudget:
         object.__setattr__(self, "seeds", seeds)
 
 
+#: epochs of the ``medium`` budget
+MEDIUM_EPOCHS = 15
+
+
 def network_seeds(b: "BarrierBudget") -> tuple[int, ...]:
     """The seeds of the networks of every cell: ``b.seeds``, or ``0 .. b.networks − 1`` when empty.
 
@@ -142,7 +149,8 @@ def network_seeds(b: "BarrierBudget") -> tuple[int, ...]:
 
 
 #: ``laptop`` (the default): a narrow VGG on a CIFAR-10 subset, minutes on 2 CPU cores; ``full``: VGG11 (REPAIR's recipe,
-#: without the translation augmentation, 10 epochs) on the full training set, for a GPU.
+#: without the translation augmentation, 10 epochs) on the full training set, for a GPU; ``medium``: VGG11's layers
+#: at 1/8 width on the full training set with crop augmentation, for a CPU over hours (resumable).
 BUDGETS: dict[str, BarrierBudget] = {
     "laptop": BarrierBudget(),
     # sized so the whole benchmarks/gpu_check.sh fits in 8 minutes on one H200: 4 variants x 3
@@ -153,6 +161,14 @@ BUDGETS: dict[str, BarrierBudget] = {
                           weight_decay=5e-4, schedule="warmup_linear", penalty_weight=10.0,
                           alphas=tuple(np.round(np.linspace(0, 1, 11), 2).tolist()), amp="bf16",
                           channels_last=True),
+    # VGG11's layers at 1/8 width (8,M,16,M,32,32,M,64,64,M,64,64,M) on all 50,000 images with
+    # 4-pixel crops (and the variants' flips), SGD with warm-up and linear decay: the CPU record
+    # (benchmarks/record_medium.sh), every network resumable through the model cache
+    "medium": BarrierBudget(config=(64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
+                            widths=(0.125,), extra_variants=(), networks=3, n_train=50000, n_match=2500,
+                            n_test=10000, epochs=MEDIUM_EPOCHS, batch_size=500, lr=0.08, optimizer="sgd",
+                            momentum=0.9, weight_decay=5e-4, schedule="warmup_linear", penalty_weight=10.0,
+                            alphas=tuple(np.round(np.linspace(0, 1, 11), 2).tolist()), augment_crop=4),
 }
 
 
@@ -214,8 +230,10 @@ def build_network(variant: str, width: float, seed: int, b: BarrierBudget) -> VG
 
 
 def train_config(variant: str, seed: int, b: BarrierBudget) -> TrainConfig:
-    """The :class:`eqlib.train.TrainConfig` of a variant: ``plain`` and ``gcnn`` without augmentation,
-    ``mirror`` with mirror augmentation, ``invariance`` with augmentation plus the invariance loss.
+    """The :class:`eqlib.train.TrainConfig` of a variant: ``plain`` and ``gcnn`` without mirror augmentation,
+    ``mirror`` with mirror augmentation, ``invariance`` with augmentation plus the invariance loss;
+    every variant with the budget's crop augmentation (``b.augment_crop``). (Flipping a
+    GCNN's inputs would change nothing: it is mirror-invariant.)
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
@@ -226,6 +244,8 @@ def train_config(variant: str, seed: int, b: BarrierBudget) -> TrainConfig:
         extra["augment_mirror"] = True
     if variant == "invariance":
         extra.update(penalty="invariance", penalty_weight=b.penalty_weight, penalty_start=b.penalty_start)
+    if b.augment_crop:
+        extra["augment_crop"] = b.augment_crop
     return TrainConfig(task="classify", epochs=b.epochs, batch_size=b.batch_size, lr=b.lr, optimizer=b.optimizer,
                        momentum=b.momentum, weight_decay=b.weight_decay, schedule=b.schedule, seed=seed, **extra)
 
@@ -236,12 +256,20 @@ def _autocast(b: BarrierBudget, device) -> contextlib.AbstractContextManager:
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
 
 
-def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = False
+def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = False,
+                   log: Callable[[str], None] | None = None, test_data=None
                    ) -> dict[tuple[str, float], list[nn.Module]]:
     """Train (or load from the cache) one network per seed of :func:`network_seeds` per (variant, width).
 
     With ``b.amp == "bf16"`` training runs under bfloat16 autocast, with ``b.channels_last``
     in the channels-last memory format; both are part of the cache key when on.
+
+    Every network goes through :func:`eqlib.train.cached_train`: a finished one is loaded,
+    never retrained, and one in progress checkpoints every epoch, so a run killed at any
+    moment and started again resumes from the last finished epoch (with the weights an
+    uninterrupted run gets). ``log`` (e.g. ``print``) receives a line per network and per
+    trained epoch (seconds, training accuracy and, given ``test_data = (uint8 images,
+    labels)``, the test accuracy, which leaves the training and its cache key unchanged).
 
     Returns:
         ``{(variant, width): [model, ...]}``, models on the CPU in eval mode (float32,
@@ -258,10 +286,22 @@ def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = F
         for variant in (b.variants if w == b.widths[0] else b.extra_variants):
             nets = []
             for s in network_seeds(b):
+                name = f"{variant}@{w:g} seed {s}"
+
+                def epoch_done(epoch, model, history, name=name):
+                    test = "" if test_data is None else \
+                        f", test {100 * evaluate_accuracy(model, *test_data, batch_size=1000):.2f} %"
+                    log(f"{name}: epoch {epoch}/{b.epochs} in {history['seconds'][-1]:.1f} s, train loss "
+                        f"{history['task_loss'][-1]:.4f}, train {100 * history['accuracy'][-1]:.2f} %{test}")
+
+                t0 = time.perf_counter()
                 with _autocast(b, dev):
                     res = cached_train(lambda: build_network(variant, w, s, b).to(memory_format=fmt),
                                        train_config(variant, s, b), train_data, device=dev, progress=progress,
-                                       cache_key_extra=extra or None)
+                                       cache_key_extra=extra or None, callback=epoch_done if log else None)
+                if log:
+                    log(f"{name}: {'loaded from the cache' if res.from_cache else 'trained'} "
+                        f"({time.perf_counter() - t0:.0f} s)")
                 m = res.model.cpu().float().to(memory_format=torch.contiguous_format).eval()
                 nets.append(m.to_cnn().eval() if isinstance(m, MirrorGCNN) else m)
             out[(variant, w)] = nets
@@ -1000,7 +1040,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     name, out = args.budget, args.out
     stem = output_stem(name, network_seeds(b))
     data = load_merge_data(b, args.data, download=args.download)
-    networks = train_networks(b, data[0], device=default_device(args.device), progress=args.progress)
+    networks = train_networks(b, data[0], device=default_device(args.device), progress=args.progress,
+                              log=lambda line: print(line, flush=True),
+                              test_data=(data[1].test_images, data[1].test_labels))
     results = run_experiment(b, device=args.device, networks=networks, data=data)
     results["budget_name"] = name
     results["settings"] = protocol.settings_dict(b)
