@@ -32,6 +32,7 @@ CLI::
     python -m eqlib.experiments.gcnn_barrier --budget full --device cpu --seeds 0,1 \\
         --set widths=0.0625 --set n_train=256 --set epochs=1 --parts barriers --out /tmp/tiny  # smoke test
     python -m eqlib.experiments.gcnn_barrier --budget full --device cuda --out results/   # a GPU
+    bash benchmarks/record_medium.sh   # the medium record on a CPU: hours, resumable (kill and rerun)
 
 Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
 """
@@ -268,8 +269,9 @@ def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = F
     never retrained, and one in progress checkpoints every epoch, so a run killed at any
     moment and started again resumes from the last finished epoch (with the weights an
     uninterrupted run gets). ``log`` (e.g. ``print``) receives a line per network and per
-    trained epoch (seconds, training accuracy and, given ``test_data = (uint8 images,
-    labels)``, the test accuracy, which leaves the training and its cache key unchanged).
+    trained epoch (wall-clock seconds, the process's CPU seconds since the last line, the
+    training accuracy and, given ``test_data = (uint8 images, labels)``, the test accuracy,
+    which leaves the training and its cache key unchanged).
 
     Returns:
         ``{(variant, width): [model, ...]}``, models on the CPU in eval mode (float32,
@@ -286,13 +288,15 @@ def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = F
         for variant in (b.variants if w == b.widths[0] else b.extra_variants):
             nets = []
             for s in network_seeds(b):
-                name = f"{variant}@{w:g} seed {s}"
+                name, cpu = f"{variant}@{w:g} seed {s}", [time.process_time()]
 
-                def epoch_done(epoch, model, history, name=name):
+                def epoch_done(epoch, model, history, name=name, cpu=cpu):
+                    used, cpu[0] = time.process_time() - cpu[0], time.process_time()  # this process's CPU time
                     test = "" if test_data is None else \
                         f", test {100 * evaluate_accuracy(model, *test_data, batch_size=1000):.2f} %"
-                    log(f"{name}: epoch {epoch}/{b.epochs} in {history['seconds'][-1]:.1f} s, train loss "
-                        f"{history['task_loss'][-1]:.4f}, train {100 * history['accuracy'][-1]:.2f} %{test}")
+                    log(f"{name}: epoch {epoch}/{b.epochs} in {history['seconds'][-1]:.1f} s (CPU time "
+                        f"{used:.0f} s), train loss {history['task_loss'][-1]:.4f}, train "
+                        f"{100 * history['accuracy'][-1]:.2f} %{test}")
 
                 t0 = time.perf_counter()
                 with _autocast(b, dev):
@@ -300,8 +304,8 @@ def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = F
                                        train_config(variant, s, b), train_data, device=dev, progress=progress,
                                        cache_key_extra=extra or None, callback=epoch_done if log else None)
                 if log:
-                    log(f"{name}: {'loaded from the cache' if res.from_cache else 'trained'} "
-                        f"({time.perf_counter() - t0:.0f} s)")
+                    log(f"{name}: loaded from the cache" if res.from_cache else
+                        f"{name}: trained in {time.perf_counter() - t0:.0f} s")
                 m = res.model.cpu().float().to(memory_format=torch.contiguous_format).eval()
                 nets.append(m.to_cnn().eval() if isinstance(m, MirrorGCNN) else m)
             out[(variant, w)] = nets
