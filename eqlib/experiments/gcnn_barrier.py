@@ -64,7 +64,7 @@ from ..models.cnn import VGG, MirrorGCNN, conv_layers, flip_filters, mirror_inva
 from ..train import TrainConfig, cached_train, evaluate_accuracy, prepare_images
 from . import html_table, protocol
 
-__all__ = ["VARIANTS", "BarrierBudget", "BUDGETS", "MergeData", "load_merge_data", "build_network",
+__all__ = ["VARIANTS", "BarrierBudget", "CropBudget", "BUDGETS", "MergeData", "load_merge_data", "build_network",
            "train_config", "train_networks", "gcnn_barrier", "merge_barrier", "interpolation_curve",
            "summarize", "summary_table", "summary_table_html", "run_experiment", "main",
            "filter_distance", "gcnn_filter_distance", "normalize_kernels", "min_scaled_filter_distance",
@@ -92,8 +92,6 @@ class BarrierBudget:
         fixed_fraction: channels fixed by π in the GCNN (symmetric filters in layer 1).
         alphas: points of the interpolation curves.
         seeds: the networks' seeds (empty: ``0 .. networks − 1``); the CLI's ``--seeds``.
-        augment_crop: translation augmentation of every variant (pad by this many black
-            pixels, crop a random 32×32 window: ``TrainConfig.augment_crop``); 0: none.
         amp: ``"bf16"`` trains and evaluates under bfloat16 autocast (GPU speed), ``"none"`` not.
         channels_last: train in the channels-last memory format (faster convolutions on GPUs).
 
@@ -120,7 +118,6 @@ class BarrierBudget:
     fixed_fraction: float = 0.25
     alphas: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
     seeds: tuple[int, ...] = ()
-    augment_crop: int = 0
     amp: str = "none"
     channels_last: bool = False
 
@@ -139,6 +136,28 @@ class BarrierBudget:
 
 #: epochs of the ``medium`` budget
 MEDIUM_EPOCHS = 15
+
+
+@dataclass(frozen=True)
+class CropBudget(BarrierBudget):
+    """A :class:`BarrierBudget` whose networks all train with translation augmentation
+    (the ``medium`` budget). A subclass, so that the settings recorded by the budgets
+    without it stay as they were.
+
+    Attributes:
+        augment_crop: pad every training image by this many black pixels and crop a random
+            32×32 window, for every variant (``TrainConfig.augment_crop``); 0: none.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+
+    augment_crop: int = 4
+
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.augment_crop, bool) or not isinstance(self.augment_crop, int) \
+                or not 0 <= self.augment_crop <= 16:
+            raise ValueError(f"CropBudget.augment_crop must be an int in 0..16, got {self.augment_crop!r}")
 
 
 def network_seeds(b: "BarrierBudget") -> tuple[int, ...]:
@@ -165,11 +184,11 @@ BUDGETS: dict[str, BarrierBudget] = {
     # VGG11's layers at 1/8 width (8,M,16,M,32,32,M,64,64,M,64,64,M) on all 50,000 images with
     # 4-pixel crops (and the variants' flips), SGD with warm-up and linear decay: the CPU record
     # (benchmarks/record_medium.sh), every network resumable through the model cache
-    "medium": BarrierBudget(config=(64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
-                            widths=(0.125,), extra_variants=(), networks=3, n_train=50000, n_match=2500,
-                            n_test=10000, epochs=MEDIUM_EPOCHS, batch_size=500, lr=0.08, optimizer="sgd",
-                            momentum=0.9, weight_decay=5e-4, schedule="warmup_linear", penalty_weight=10.0,
-                            alphas=tuple(np.round(np.linspace(0, 1, 11), 2).tolist()), augment_crop=4),
+    "medium": CropBudget(config=(64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
+                         widths=(0.125,), extra_variants=(), networks=3, n_train=50000, n_match=2500,
+                         n_test=10000, epochs=MEDIUM_EPOCHS, batch_size=500, lr=0.08, optimizer="sgd",
+                         momentum=0.9, weight_decay=5e-4, schedule="warmup_linear", penalty_weight=10.0,
+                         alphas=tuple(np.round(np.linspace(0, 1, 11), 2).tolist()), augment_crop=4),
 }
 
 
@@ -233,7 +252,7 @@ def build_network(variant: str, width: float, seed: int, b: BarrierBudget) -> VG
 def train_config(variant: str, seed: int, b: BarrierBudget) -> TrainConfig:
     """The :class:`eqlib.train.TrainConfig` of a variant: ``plain`` and ``gcnn`` without mirror augmentation,
     ``mirror`` with mirror augmentation, ``invariance`` with augmentation plus the invariance loss;
-    every variant with the budget's crop augmentation (``b.augment_crop``). (Flipping a
+    every variant with the budget's crop augmentation (:class:`CropBudget`). (Flipping a
     GCNN's inputs would change nothing: it is mirror-invariant.)
 
     Chapter: *ReLU CNNs and GCNNs*.
@@ -245,7 +264,7 @@ def train_config(variant: str, seed: int, b: BarrierBudget) -> TrainConfig:
         extra["augment_mirror"] = True
     if variant == "invariance":
         extra.update(penalty="invariance", penalty_weight=b.penalty_weight, penalty_start=b.penalty_start)
-    if b.augment_crop:
+    if getattr(b, "augment_crop", 0):
         extra["augment_crop"] = b.augment_crop
     return TrainConfig(task="classify", epochs=b.epochs, batch_size=b.batch_size, lr=b.lr, optimizer=b.optimizer,
                        momentum=b.momentum, weight_decay=b.weight_decay, schedule=b.schedule, seed=seed, **extra)
