@@ -1003,6 +1003,15 @@ CLI_EPILOG = """budgets (measured run times; "not measured" where no run backs a
   full    VGG11 at width 1, 4 variants x 3 networks, 50,000 images, 10 epochs of
           SGD, bf16 autocast and channels-last: meant for a GPU. Not measured
           (no record yet; benchmarks/gpu_check.sh records one).
+  medium  VGG11's layers at 1/8 width (8,M,16,M,32,32,M,64,64,M,64,64,M), 4 variants
+          x 3 networks, all 50,000 images with 4-pixel crops (every variant) and
+          flips (mirror, invariance), 15 epochs of SGD (batch 500, lr 0.08, warm-up
+          and linear decay), 10,000 test images: a CPU record, resumable
+          (benchmarks/record_medium.sh). CPU, OMP_NUM_THREADS=2 on 2 cores shared
+          with other jobs (load average 6-14): one plain network (seed 0) took
+          199-475 s per epoch, mean 292 s over its first 11 epochs (about 110 s of
+          CPU time per epoch), test accuracy 72.6 % after 11 of its 15 epochs
+          (the last 4 not measured). The whole record: not measured.
   ci      an old name of laptop, still accepted (older scripts, CI).
 
 outputs in --out (written to a temporary folder beside --out and moved in at
