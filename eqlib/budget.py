@@ -24,7 +24,7 @@ def budget(name: str | None = None) -> str:
     """``name`` if given, else ``$EQLIB_BUDGET``, else ``"laptop"``; ``"ci"`` means ``"laptop"``.
 
     Raises:
-        ValueError: for a name other than ``"laptop"`` or ``"full"``.
+        ValueError: for a name other than ``"laptop"``, ``"medium"`` or ``"full"``.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """

@@ -1064,7 +1064,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "is merged with its channel-aligned mirrored copy (their midpoint is a mirror-GCNN) and, "
         "for comparison, with an independently trained network; the barrier is the test accuracy "
         "the midpoint loses. Chapter 10 of the course.",
-        parts=PARTS, progress=False, epilog=CLI_EPILOG)
+        parts=PARTS, progress=False, epilog=CLI_EPILOG, budgets=tuple(BUDGETS))
     seeds_given = any(a.split("=")[0] in ("--seed", "--seeds") for a in argv_list)
 
     def budget_of(args) -> BarrierBudget:
