@@ -27,8 +27,6 @@ PENDING_MODULES: set[str] = {
 
 # Functions still over MAX_FUNCTION_LINES, as "path:qualified name" (path relative to eqlib/).
 PENDING_FUNCTIONS: set[str] = {
-    # the one training loop over actions replaces it (issue #24, item 2)
-    "train.py:train",
     # not split yet: the dispatch of the recovery methods, the probe sampling
     "latent/core.py:latent_actions",
     "latent/lstsq.py:paired_features",
