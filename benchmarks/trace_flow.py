@@ -161,8 +161,9 @@ def _cases(parts: bool):
     import torch
 
     import eqlib.latent as latent
-    from eqlib.actions import image_dihedral, trivial
+    from eqlib.actions import trivial
     from eqlib.groups import dihedral
+    from eqlib.images import image_dihedral
     from eqlib.submodels import plant_degenerate
 
     D4 = dihedral(4)

@@ -352,8 +352,8 @@ ENTRIES: list[Entry] = [
         "model": MLP([3072, 4, 3], seed=s % 97), "images": u8(s, n + 2, 3, 32, 32),
         "labels": torch.randint(0, 3, (n + 2,), generator=gen(s))}), ("images", "labels"), low=None),
     E(T.train, lambda n, s: (lambda images, labels: T.train(
-        MLP([3072, 4, 3], seed=s % 97), images, labels, T.TrainConfig(epochs=1, batch_size=4), device="cpu",
-        progress=False).model.state_dict(), {"images": u8(s, 8, 3, 32, 32),
+        MLP([3072, 4, 3], seed=s % 97), (images, labels), T.TrainConfig(epochs=1, batch_size=4), device="cpu",
+        progress=False, **T.image_preset()).model.state_dict(), {"images": u8(s, 8, 3, 32, 32),
                                              "labels": torch.randint(0, 3, (8,), generator=gen(s))}),
       ("images", "labels"), tol=1e-3, low=None, examples=3),
     # -- analysis --------------------------------------------------------------------------------------
