@@ -1,20 +1,22 @@
-"""The trainer: data on the device, seeded batches, mirror penalties, resumable caches.
+"""The trainer: one training loop over actions, and a cache of trained models.
 
-One straight path: uint8 images ``(N, 3, 32, 32)`` are moved to the device once,
-converted and normalised there batch by batch, shuffled by a seeded permutation of
-indices on the device, mirror-augmented with a vectorised mask; no per-sample Python.
-Trained models are cached on disk by a hash of (model spec, :class:`TrainConfig`, data
-spec), written atomically, and an interrupted run resumes from its last complete epoch
-with the same final weights as an uninterrupted run.
-
-The mirror penalties (scaled as a *mean* over coordinates, as chapter 11 explains):
+:func:`train` trains any module on ``(samples, labels)``. The samples are moved to the
+device once, preprocessed there block by block (``preprocess``; :class:`Normalize` for
+images), taken in a seeded order and, when ``TrainConfig.augment_mirror``, acted on by a
+random element of the group per sample. The penalty, for ``symmetry = (rho_in, rho_out)``
+(actions of one finite group G), is a mean over coordinates and over the elements g ≠ e
+(or over ``penalty_samples`` elements drawn per batch):
 
 .. math::
-    P_{\\mathrm{equi}} = \\operatorname{mean}\\,\\big(f(m x) - m f(x)\\big)^2, \\qquad
-    P_{\\mathrm{inv}} = \\operatorname{mean}\\,\\big(f(m x) - f(x)\\big)^2,
+    P_{\\mathrm{equi}} = \\operatorname{mean}\\,\\big(f(\\rho_{\\mathrm{in}}(g) x)
+    - \\rho_{\\mathrm{out}}(g) f(x)\\big)^2, \\qquad
+    P_{\\mathrm{inv}} = \\operatorname{mean}\\,\\big(f(\\rho_{\\mathrm{in}}(g) x) - f(x)\\big)^2,
 
 switched on after ``penalty_start`` of training and ramped up linearly over
-``penalty_ramp`` of training (an abrupt switch blew up Adam on large autoencoders).
+``penalty_ramp`` (an abrupt switch blew up Adam on large autoencoders). Images are a
+preset, not a mode: :func:`image_preset` gives the mirror as the symmetry and
+:class:`Normalize`. :func:`cached_train` keys trained models on disk by content and an
+interrupted run resumes from its last checkpoint with the weights of an uninterrupted one.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
@@ -483,7 +485,7 @@ def _check_samples(x: torch.Tensor, labels: torch.Tensor | None, task: str, rho_
                    preprocess: Callable | None, name: str = "images") -> None:
     """The data :func:`train` takes: ``preprocess.check`` when the preprocess has one, else
     float samples; of shape (N, *rho_in.shape) or (N, rho_in.dim) under a symmetry; labels as
-    :func:`_check_labels` wants."""
+    ``_check_labels`` wants."""
     if preprocess is not None and callable(getattr(preprocess, "check", None)):
         preprocess.check(x, name)
     else:
@@ -718,7 +720,7 @@ class _Run:
         self.label_max = int(y_all.max()) if y_all is not None else None
 
     def epoch(self, model: nn.Module, epoch: int) -> tuple[list[float], float, float]:
-        """Train one epoch: (epoch means of :func:`_epoch_means`, last penalty weight, last lr)."""
+        """Train one epoch: (epoch means of ``_epoch_means``, last penalty weight, last lr)."""
         config, gen, dev, bs, group = self.config, self.gen, self.dev, self.bs, self.group
         perm = torch.randperm(self.n, generator=gen, device=dev)
         elements = _draw_elements(group, self.n, gen, dev) if config.augment_mirror and not self.per_batch else None
