@@ -197,7 +197,8 @@ class Normalize:
     """The images' preprocessing for :func:`train`: uint8 images (N, C, H, W) in 0..255 (or
     float images in [0, 1]) become ``(x / 255 − mean) / std`` per channel, in float32,
     computed as one fused multiply-subtract on the device. ``key`` (its mean and std) is
-    its cache key; ``check`` refuses what :func:`eqlib.images.prepare_images` refuses.
+    its cache key; ``check`` refuses what :func:`eqlib.images.prepare_images` refuses, and every
+    call runs it first (for uint8 images it reads only the shape and dtype).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
@@ -219,6 +220,7 @@ class Normalize:
         _check_images(images, name, len(self.mean))
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        self.check(x, "x")  # shape and dtype; floats in [0, 1] (0..255 floats are refused)
         c = len(self.mean)
         scale = 255.0 if x.dtype == torch.uint8 else 1.0
         std = torch.tensor(self.std, device=x.device)
