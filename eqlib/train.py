@@ -1,20 +1,22 @@
-"""The trainer: data on the device, seeded batches, mirror penalties, resumable caches.
+"""The trainer: one training loop over actions, and a cache of trained models.
 
-One straight path: uint8 images ``(N, 3, 32, 32)`` are moved to the device once,
-converted and normalised there batch by batch, shuffled by a seeded permutation of
-indices on the device, mirror-augmented with a vectorised mask; no per-sample Python.
-Trained models are cached on disk by a hash of (model spec, :class:`TrainConfig`, data
-spec), written atomically, and an interrupted run resumes from its last complete epoch
-with the same final weights as an uninterrupted run.
-
-The mirror penalties (scaled as a *mean* over coordinates, as chapter 11 explains):
+:func:`train` trains any module on ``(samples, labels)``. The samples are moved to the
+device once, preprocessed there block by block (``preprocess``; :class:`Normalize` for
+images), taken in a seeded order and, when ``TrainConfig.augment_mirror``, acted on by a
+random element of the group per sample. The penalty, for ``symmetry = (rho_in, rho_out)``
+(actions of one finite group G), is a mean over coordinates and over the elements g ≠ e
+(or over ``penalty_samples`` elements drawn per batch):
 
 .. math::
-    P_{\\mathrm{equi}} = \\operatorname{mean}\\,\\big(f(m x) - m f(x)\\big)^2, \\qquad
-    P_{\\mathrm{inv}} = \\operatorname{mean}\\,\\big(f(m x) - f(x)\\big)^2,
+    P_{\\mathrm{equi}} = \\operatorname{mean}\\,\\big(f(\\rho_{\\mathrm{in}}(g) x)
+    - \\rho_{\\mathrm{out}}(g) f(x)\\big)^2, \\qquad
+    P_{\\mathrm{inv}} = \\operatorname{mean}\\,\\big(f(\\rho_{\\mathrm{in}}(g) x) - f(x)\\big)^2,
 
 switched on after ``penalty_start`` of training and ramped up linearly over
-``penalty_ramp`` of training (an abrupt switch blew up Adam on large autoencoders).
+``penalty_ramp`` (an abrupt switch blew up Adam on large autoencoders). Images are a
+preset, not a mode: :func:`image_preset` gives the mirror as the symmetry and
+:class:`Normalize`. :func:`cached_train` keys trained models on disk by content and an
+interrupted run resumes from its last checkpoint with the weights of an uninterrupted one.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
@@ -205,7 +207,8 @@ class Normalize:
     """The images' preprocessing for :func:`train`: uint8 images (N, C, H, W) in 0..255 (or
     float images in [0, 1]) become ``(x / 255 − mean) / std`` per channel, in float32,
     computed as one fused multiply-subtract on the device. ``key`` (its mean and std) is
-    its cache key; ``check`` refuses what :func:`eqlib.images.prepare_images` refuses.
+    its cache key; ``check`` refuses what :func:`eqlib.images.prepare_images` refuses, and every
+    call runs it first (for uint8 images it reads only the shape and dtype).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
@@ -227,6 +230,7 @@ class Normalize:
         _check_images(images, name, len(self.mean))
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        self.check(x, "x")  # shape and dtype; floats in [0, 1] (0..255 floats are refused)
         c = len(self.mean)
         scale = 255.0 if x.dtype == torch.uint8 else 1.0
         std = torch.tensor(self.std, device=x.device)
@@ -504,7 +508,7 @@ def _check_samples(x: torch.Tensor, labels: torch.Tensor | None, task: str, rho_
                    preprocess: Callable | None, name: str = "images") -> None:
     """The data :func:`train` takes: ``preprocess.check`` when the preprocess has one, else
     float samples; of shape (N, *rho_in.shape) or (N, rho_in.dim) under a symmetry; labels as
-    :func:`_check_labels` wants."""
+    ``_check_labels`` wants."""
     if preprocess is not None and callable(getattr(preprocess, "check", None)):
         preprocess.check(x, name)
     else:
@@ -723,7 +727,7 @@ def _evaluate(model: nn.Module, eval_data, task: str, preprocess: Callable | Non
 
 def _record(history: dict[str, list], epoch: int, s: list[float], pw: float, lr: float, seconds: float, n: int,
             classify: bool, test: tuple[float, float] | None) -> None:
-    """Append epoch ``epoch``'s values to ``history`` (``s`` from :func:`_epoch_means`)."""
+    """Append epoch ``epoch``'s values to ``history`` (``s`` from ``_epoch_means``)."""
     for key, value in (("epoch", epoch), ("loss", s[0]), ("task_loss", s[1]), ("penalty", s[2]),
                        ("noise_penalty", s[3]), ("penalty_weight", pw),
                        ("accuracy", s[4] if classify else float("nan")), ("lr", lr),
@@ -764,7 +768,7 @@ class _Run:
         self.label_max = int(y_all.max()) if y_all is not None else None
 
     def epoch(self, model: nn.Module, epoch: int) -> tuple[list[float], float, float, float]:
-        """Train one epoch: (epoch means of :func:`_epoch_means`, last penalty weight, last lr,
+        """Train one epoch: (epoch means of ``_epoch_means``, last penalty weight, last lr,
         seconds); a diverged loss raises."""
         t0 = time.perf_counter()
         s, pw, lr = self._steps(model, epoch)
@@ -778,7 +782,7 @@ class _Run:
         return s, pw, lr, seconds
 
     def _steps(self, model: nn.Module, epoch: int) -> tuple[list[float], float, float]:
-        """The epoch's steps: (epoch means of :func:`_epoch_means`, last penalty weight, last lr)."""
+        """The epoch's steps: (epoch means of ``_epoch_means``, last penalty weight, last lr)."""
         config, gen, dev, bs, group = self.config, self.gen, self.dev, self.bs, self.group
         perm = torch.randperm(self.n, generator=gen, device=dev)
         elements = _draw_elements(group, self.n, gen, dev) if config.augment_mirror and not self.per_batch else None

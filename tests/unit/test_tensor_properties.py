@@ -356,14 +356,15 @@ ENTRIES: list[Entry] = [
     E(images_mod.rotate90, lambda n, s: (images_mod.rotate90, {"x": un(s, n, 3, 4, 4)}), "x"),
     E(images_mod.normalize, lambda n, s: (images_mod.normalize, {"x": u8(s, n, 3, 4, 4)}), "x"),
     E(images_mod.prepare_images, lambda n, s: (images_mod.prepare_images, {"images": u8(s, n, 3, 4, 4)}), "images"),
+    E(T.Normalize.__call__, lambda n, s: (T.Normalize().__call__, {"x": u8(s, n, 3, 4, 4)}), "x"),
     E(T.penalty_term, lambda n, s: (T.penalty_term, {"model": MLP([12, 5, 12], seed=s % 97), "x": rn(s, n + 1, 12),
                                                      "kind": "equivariance", "axis": "horizontal"}), "x", tol=1e-3),
     E(T.evaluate_accuracy, lambda n, s: (T.evaluate_accuracy, {
         "model": MLP([3072, 4, 3], seed=s % 97), "images": u8(s, n + 2, 3, 32, 32),
         "labels": torch.randint(0, 3, (n + 2,), generator=gen(s))}), ("images", "labels"), low=None),
     E(T.train, lambda n, s: (lambda images, labels: T.train(
-        MLP([3072, 4, 3], seed=s % 97), images, labels, T.TrainConfig(epochs=1, batch_size=4), device="cpu",
-        progress=False).model.state_dict(), {"images": u8(s, 8, 3, 32, 32),
+        MLP([3072, 4, 3], seed=s % 97), (images, labels), T.TrainConfig(epochs=1, batch_size=4), device="cpu",
+        progress=False, **T.image_preset()).model.state_dict(), {"images": u8(s, 8, 3, 32, 32),
                                              "labels": torch.randint(0, 3, (8,), generator=gen(s))}),
       ("images", "labels"), tol=1e-3, low=None, examples=3),
     # -- analysis --------------------------------------------------------------------------------------
@@ -437,6 +438,7 @@ EXEMPT: dict[str, str] = {
     "search_train": "the filter search's training run (train, in the table, gates its data)",
     # a gate, like check_finite
     "check_unit_range": "the range gate prepare_images uses; prepare_images is in the table",
+    "Normalize.check": "the data gate train calls (Normalize.__call__ and train are in the table)",
     # abstract: the subclasses' own act is in the table
     "Action.act": "abstract (raises NotImplementedError); every concrete act is in the table",
     # abstract base of private parametrizations; MirrorGCNN's forward (Model.forward) runs them
@@ -458,6 +460,7 @@ EXEMPT: dict[str, str] = {
     "same_function": "figure", "intertwining": "figure", "search_figures": "figures of trained weights",
     # whole experiments and caches: minutes of training per call; train (in the table) is their core
     "filter_search": "a whole experiment (trains many networks)",
+    "search_train": "one training run of the filter search; train (in the table) is its core",
     "cached_train": "train (in the table) behind a disk cache",
     # exercise checkers: they take a student's function, run fixed tensors through it
     "check_d4_equivariant_map": "exercise checker (takes a callable)",
