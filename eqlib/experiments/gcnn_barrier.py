@@ -404,9 +404,21 @@ def normalize_kernels(weight: torch.Tensor) -> torch.Tensor:
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
+    check_tensor("weight", weight, ndim=4, dtype="real")
     w = weight.detach().double()
     n = w.flatten(2).norm(dim=2)[..., None, None]
     return torch.where(n > 0, w / n.clamp_min(1e-300), torch.zeros_like(w))
+
+
+def _channel_permutation(name: str, p: object) -> torch.Tensor:
+    """An integer permutation as a CPU long tensor; floats, bools and complex are refused (never rounded)."""
+    if not isinstance(p, torch.Tensor):
+        try:
+            p = torch.as_tensor(np.asarray(p))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be a permutation (integers), got {type(p).__name__}") from exc
+    check_tensor(name, p, ndim=1, dtype="integer")
+    return p.detach().cpu().long()
 
 
 def filter_distance(weight: torch.Tensor, pi_out: torch.Tensor, pi_in: torch.Tensor | None = None,
@@ -437,11 +449,13 @@ def filter_distance(weight: torch.Tensor, pi_out: torch.Tensor, pi_in: torch.Ten
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
-    if not isinstance(weight, torch.Tensor) or weight.dim() != 4:
-        raise ValueError(f"weight must be a conv weight (C_out, C_in, k, k), got "
-                         f"{tuple(weight.shape) if isinstance(weight, torch.Tensor) else type(weight).__name__}")
-    pi_in = torch.arange(weight.shape[1]) if pi_in is None else torch.as_tensor(pi_in)
-    pi_out = torch.as_tensor(pi_out)
+    if not isinstance(weight, torch.Tensor):
+        raise TypeError(f"weight must be a conv weight tensor (C_out, C_in, k, k), got {type(weight).__name__}")
+    if weight.dim() != 4:
+        raise ValueError(f"weight must be a conv weight (C_out, C_in, k, k), got shape {tuple(weight.shape)}")
+    check_tensor("weight", weight, dtype="real")
+    pi_in = torch.arange(weight.shape[1]) if pi_in is None else _channel_permutation("pi_in", pi_in)
+    pi_out = _channel_permutation("pi_out", pi_out)
     for name, p, n in (("pi_out", pi_out, weight.shape[0]), ("pi_in", pi_in, weight.shape[1])):
         if p.shape != (n,) or not torch.equal(torch.sort(p).values, torch.arange(n)):
             raise ValueError(f"{name} must be a permutation of {n} channels, got {p.tolist()}")

@@ -464,3 +464,22 @@ def test_record_medium_script_runs_the_medium_budget_niced_logged_and_locked(tmp
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "another recording" in proc.stderr
+
+
+def test_filter_distance_refuses_non_integer_permutations_and_bad_weights():
+    """Issue 21 battery: float/complex permutations gave IndexError or a wrong size, a meta or
+    complex weight a RuntimeError; a list weight in normalize_kernels an AttributeError."""
+    import pytest
+    import torch
+
+    from eqlib.experiments.gcnn_barrier import filter_distance, normalize_kernels
+    w = torch.randn(2, 1, 3, 3, generator=torch.Generator().manual_seed(0))
+    assert filter_distance(w, [1, 0]) == filter_distance(w, torch.tensor([1, 0]))
+    with pytest.raises(TypeError, match="pi_out"):
+        filter_distance(w, torch.tensor([1.0, 0.0]))
+    with pytest.raises(TypeError, match="weight"):
+        filter_distance(w.to(torch.complex64), [1, 0])
+    with pytest.raises(ValueError, match="weight"):
+        filter_distance(torch.empty(2, 1, 3, 3, device="meta"), [1, 0])
+    with pytest.raises(TypeError, match="weight"):
+        normalize_kernels(w.tolist())

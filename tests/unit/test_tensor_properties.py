@@ -727,18 +727,11 @@ def test_tensor_variants_give_the_same_result_or_a_clear_error(entry):
     prop()
 
 
-# -- defects the battery found and this change does not fix (issue 21, item 5: left open) -------------
+# -- defects the battery found and not yet fixed -------------------------------------------------------
 #: entry -> classes of variants (see ``tag``) that still give an obscure error or a wrong result.
-#: What is left lies in modules other work is changing now (eqlib/data.py, eqlib/train.py,
-#: eqlib/experiments/gcnn_barrier.py): filter_distance (float/complex/uint8 channel permutations ->
-#: IndexError or a wrong size, meta weight -> RuntimeError), train.mirror_images (an array -> AttributeError;
-#: actions.mirror_images shares the name and passes), data.normalize and data.random_mirror (meta ->
-#: RuntimeError / an error naming ``device``), normalize_kernels (lists, 0-d -> AttributeError /
-#: IndexError). Remove a line when its defect is fixed.
-KNOWN: dict[str, set[str]] = {
-    "filter_distance": {"bfloat16", "complex", "float16", "float32", "float64", "int", "meta"},
-    "normalize_kernels": {"0-d", "container"},
-}
+#: Empty: every defect the battery found is fixed. A new one goes here only with a reason, and its
+#: line goes when the defect is fixed.
+KNOWN: dict[str, set[str]] = {}
 
 
 # -- defects found by the battery and fixed here (the failing inputs, kept as plain tests) --------------
