@@ -105,6 +105,15 @@ def tiny_vgg():
     return VGG([2, "M"], num_classes=3, image_size=8, seed=0)
 
 
+#: the image preset of the trainer's 8×8 inputs: the mirror symmetry and Normalize
+P8 = tr.image_preset((3, 8, 8))
+
+
+def vgg_train(data, config=None, **kw):
+    """``train`` a tiny VGG on ``data`` under the 8×8 image preset (``kw`` overrides it)."""
+    return tr.train(tiny_vgg(), data, tiny_cfg() if config is None else config, **{"progress": False, **P8, **kw})
+
+
 # == groups ========================================================================================
 for v, kind in ((0, "zero"), (-3, "negative"), (2.5, "float"), ("3", "string"), (True, "bool"), (None, "None"),
                 (10**12, "huge")):
@@ -580,45 +589,49 @@ bad("TrainConfig(lr=1e30)", "lr", lambda: tiny_cfg(lr=1e30))
 bad("TrainConfig(batch_size=2.5)", "batch_size", lambda: tiny_cfg(batch_size=2.5))
 bad("TrainConfig(augment_mirror='no')", "augment_mirror", lambda: tiny_cfg(augment_mirror="no"))
 bad("TrainConfig(seed=2**64)", "seed", lambda: tiny_cfg(seed=2**64))
-bad("TrainConfig(std contains 0)", "std", lambda: tiny_cfg(std=(0.2, 0.0, 0.2)))
-bad("TrainConfig(mean set)", "mean", lambda: tiny_cfg(mean={0.1, 0.2, 0.3}))
-bad("TrainConfig(epochs=10**12)", "epochs", lambda: tr.train(tiny_vgg(), IMG32, LAB, tiny_cfg(epochs=10**12),
-                                                             progress=False))
-bad("train(config dict)", "config", lambda: tr.train(tiny_vgg(), IMG32, LAB, dict(CFG), progress=False))
-bad("train(labels float)", "labels", lambda: tr.train(tiny_vgg(), IMG32, LAB.float(), tiny_cfg(), progress=False))
-bad("train(labels negative)", "labels", lambda: tr.train(tiny_vgg(), IMG32, LAB - 1, tiny_cfg(), progress=False))
-bad("train(labels >= classes)", "labels", lambda: tr.train(tiny_vgg(), IMG32, LAB + 5, tiny_cfg(), progress=False))
-bad("train(labels wrong count)", "labels", lambda: tr.train(tiny_vgg(), IMG32, LAB[:3], tiny_cfg(), progress=False))
-bad("train(images int64)", "images", lambda: tr.train(tiny_vgg(), IMG32.long(), LAB, tiny_cfg(), progress=False))
-bad("train(images 0..255 float)", "images", lambda: tr.train(tiny_vgg(), IMG32.float(), LAB, tiny_cfg(),
-                                                               progress=False))
-bad("train(images nan)", "images", lambda: tr.train(tiny_vgg(), torch.full((4, 3, 8, 8), math.nan), LAB,
-                                                    tiny_cfg(), progress=False))
-bad("train(images empty)", "images", lambda: tr.train(tiny_vgg(), IMG32[:0], LAB[:0], tiny_cfg(), progress=False))
-bad("train(images meta)", "images", lambda: tr.train(tiny_vgg(), torch.zeros(4, 3, 8, 8, device="meta"), LAB,
-                                                     tiny_cfg(), progress=False))
-bad("train(device='cpu:3')", "device", lambda: tr.train(tiny_vgg(), IMG32, LAB, tiny_cfg(), device="cpu:3",
-                                                        progress=False))
-bad("train(device='meta')", "device", lambda: tr.train(tiny_vgg(), IMG32, LAB, tiny_cfg(), device="meta",
-                                                       progress=False))
-bad("train(device='tpu')", "device", lambda: tr.train(tiny_vgg(), IMG32, LAB, tiny_cfg(), device="tpu",
-                                                      progress=False))
-bad("train(progress='no')", "progress", lambda: tr.train(tiny_vgg(), IMG32, LAB, tiny_cfg(), progress="no"))
-bad("train(checkpoint_every=0)", "checkpoint_every", lambda: tr.train(tiny_vgg(), IMG32, LAB, tiny_cfg(),
-                                                                      progress=False, checkpoint_every=0))
-bad("train(penalty_samples=0)", "penalty_samples", lambda: tr.train(tiny_vgg(), IMG32, LAB, tiny_cfg(),
-                                                                    progress=False, penalty_samples=0))
-bad("train(eval_data 1 tensor)", "eval_data", lambda: tr.train(tiny_vgg(), IMG32, LAB, tiny_cfg(), progress=False,
-                                                               eval_data=IMG32))
-bad("train(eval_data labels float)", "eval labels", lambda: tr.train(tiny_vgg(), IMG32, LAB, tiny_cfg(),
-                                                                     progress=False, eval_data=(IMG32, LAB.float())))
-bad("train(callback=3)", "callback", lambda: tr.train(tiny_vgg(), IMG32, LAB, tiny_cfg(), progress=False,
-                                                      callback=3))
-bad("train(model=None)", "model", lambda: tr.train(None, IMG32, LAB, tiny_cfg(), progress=False))
-bad("train(symmetry 1 action)", "symmetry", lambda: tr.train(NET, X3, None, tiny_cfg(task="autoencode"),
+bad("image_preset(std contains 0)", "std", lambda: tr.image_preset((3, 8, 8), std=(0.2, 0.0, 0.2)))
+bad("image_preset(mean set)", "mean", lambda: tr.image_preset((3, 8, 8), mean={0.1, 0.2, 0.3}))
+bad("image_preset(axis='diag')", "axis", lambda: tr.image_preset((3, 8, 8), axis="diag"))
+bad("Normalize(mean and std of other lengths)", "mean", lambda: tr.Normalize((0.5, 0.5), (0.2, 0.2, 0.2)))
+bad("TrainConfig(schedule='x')", "schedule", lambda: tiny_cfg(schedule="x"))
+bad("TrainConfig(penalty_samples=-1)", "penalty_samples", lambda: tiny_cfg(penalty_samples=-1))
+bad("TrainConfig(noise_std=0)", "noise_std", lambda: tiny_cfg(noise_std=0.0))
+bad("TrainConfig(first_weight_decay=nan)", "first_weight_decay", lambda: tiny_cfg(first_weight_decay=math.nan))
+bad("TrainConfig(penalty_noise without penalty)", "penalty_noise", lambda: tiny_cfg(penalty_noise=1.0))
+bad("TrainConfig(after_step=3)", "after_step", lambda: tiny_cfg(after_step=3))
+bad("TrainConfig(epochs=10**12)", "epochs", lambda: vgg_train((IMG32, LAB), tiny_cfg(epochs=10**12)))
+bad("train(config dict)", "config", lambda: vgg_train((IMG32, LAB), dict(CFG)))
+bad("train(data 1 tensor)", "data", lambda: vgg_train(IMG32))
+bad("train(labels float)", "labels", lambda: vgg_train((IMG32, LAB.float())))
+bad("train(labels negative)", "labels", lambda: vgg_train((IMG32, LAB - 1)))
+bad("train(labels >= classes)", "labels", lambda: vgg_train((IMG32, LAB + 5)))
+bad("train(labels wrong count)", "labels", lambda: vgg_train((IMG32, LAB[:3])))
+bad("train(images int64)", "images", lambda: vgg_train((IMG32.long(), LAB)))
+bad("train(images 0..255 float)", "images", lambda: vgg_train((IMG32.float(), LAB)))
+bad("train(images nan)", "images", lambda: vgg_train((torch.full((4, 3, 8, 8), math.nan), LAB)))
+bad("train(images empty)", "images", lambda: vgg_train((IMG32[:0], LAB[:0])))
+bad("train(images meta)", "images", lambda: vgg_train((torch.zeros(4, 3, 8, 8, device="meta"), LAB)))
+bad("train(images of another shape than the symmetry's)", "images",
+    lambda: vgg_train((IMG32, LAB), symmetry=tr.image_preset((3, 4, 4))["symmetry"]))
+bad("train(device='cpu:3')", "device", lambda: vgg_train((IMG32, LAB), device="cpu:3"))
+bad("train(device='meta')", "device", lambda: vgg_train((IMG32, LAB), device="meta"))
+bad("train(device='tpu')", "device", lambda: vgg_train((IMG32, LAB), device="tpu"))
+bad("train(progress='no')", "progress", lambda: vgg_train((IMG32, LAB), progress="no"))
+bad("train(checkpoint_every=0)", "checkpoint_every", lambda: vgg_train((IMG32, LAB), checkpoint_every=0))
+bad("train(eval_data 1 tensor)", "eval_data", lambda: vgg_train((IMG32, LAB), eval_data=IMG32))
+bad("train(eval_data labels float)", "eval labels", lambda: vgg_train((IMG32, LAB), eval_data=(IMG32, LAB.float())))
+bad("train(hooks after_epoch=3)", "hooks", lambda: vgg_train((IMG32, LAB), hooks={"after_epoch": 3}))
+bad("train(hooks unknown key)", "hooks", lambda: vgg_train((IMG32, LAB), hooks={"before": print}))
+bad("train(after-step hook without its name)", "after_step",
+    lambda: vgg_train((IMG32, LAB), hooks={"after_step": lambda model, step: None}))
+bad("train(preprocess=3)", "preprocess", lambda: vgg_train((IMG32, LAB), preprocess=3))
+bad("train(augmentation without symmetry)", "symmetry",
+    lambda: vgg_train((IMG32, LAB), tiny_cfg(augment_mirror=True), symmetry=None))
+bad("train(model=None)", "model", lambda: tr.train(None, (IMG32, LAB), tiny_cfg(), progress=False, **P8))
+bad("train(symmetry 1 action)", "symmetry", lambda: tr.train(NET, (X3, None), tiny_cfg(task="autoencode"),
                                                              progress=False, symmetry=REG3))
-bad("train(lr diverging: 1e6)", "lr", lambda: tr.train(tiny_vgg(), IMG32, LAB, tiny_cfg(lr=1e6, epochs=3),
-                                                       progress=False), exc=(FloatingPointError, RuntimeError))
+bad("train(lr diverging: 1e6)", "lr", lambda: vgg_train((IMG32, LAB), tiny_cfg(lr=1e6, epochs=3)),
+    exc=(FloatingPointError, RuntimeError))
 bad("evaluate_accuracy(batch_size=0)", "batch_size", lambda: tr.evaluate_accuracy(tiny_vgg(), IMG32, LAB,
                                                                                   batch_size=0))
 bad("evaluate_accuracy(labels int32 >= K)", "labels",
@@ -646,29 +659,36 @@ bad("penalty_term(kind='x')", "kind", lambda: tr.penalty_term(tiny_vgg(), torch.
 bad("learning_rate_at(progress=nan)", "progress", lambda: tr.learning_rate_at(tiny_cfg(), math.nan))
 bad("learning_rate_at(progress=2)", "progress", lambda: tr.learning_rate_at(tiny_cfg(), 2.0))
 bad("penalty_weight_at(progress='a')", "progress", lambda: tr.penalty_weight_at(tiny_cfg(), "a"))
-bad("cached_train(build_model not callable)", "build_model", lambda: tr.cached_train(tiny_vgg(), tiny_cfg(),
-                                                                                     (IMG32, LAB), progress=False))
-bad("cached_train(data 3-tuple)", "data", lambda: tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB, LAB),
-                                                                  progress=False))
+bad("cached_train(build_model not callable)", "build_model",
+    lambda: tr.cached_train(tiny_vgg(), tiny_cfg(), (IMG32, LAB), progress=False, **P8))
+bad("cached_train(data 3-tuple)", "data",
+    lambda: tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB, LAB), progress=False, **P8))
 bad("cached_train(cache_key_extra set)", "cache_key_extra",
-    lambda: tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB), cache_key_extra={"a": {1, 2}}, progress=False))
-bad("cached_train(labels float)", "labels", lambda: tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB.float()),
-                                                                    progress=False))
-legit("train with requires_grad float images", lambda: tr.train(
-    tiny_vgg(), (IMG32.float() / 255).requires_grad_(), LAB, tiny_cfg(), progress=False).history,
+    lambda: tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB), cache_key_extra={"a": {1, 2}}, progress=False,
+                            **P8))
+bad("cached_train(labels float)", "labels",
+    lambda: tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB.float()), progress=False, **P8))
+bad("cached_train(preprocess without a key)", "preprocess",
+    lambda: tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB), progress=False, symmetry=P8["symmetry"],
+                            preprocess=lambda x: x.float() / 255))
+legit("train with requires_grad float images", lambda: vgg_train(
+    ((IMG32.float() / 255).requires_grad_(), LAB)).history,
     lambda h: all(math.isfinite(v) for v in h["loss"]))
 legit("train with int32 labels = int64 labels", lambda: (
-    tr.train(tiny_vgg(), IMG32, LAB.int(), tiny_cfg(), progress=False).model.state_dict(),
-    tr.train(tiny_vgg(), IMG32, LAB, tiny_cfg(), progress=False).model.state_dict()),
+    vgg_train((IMG32, LAB.int())).model.state_dict(), vgg_train((IMG32, LAB)).model.state_dict()),
     lambda ab: all(torch.equal(ab[0][k], ab[1][k]) for k in ab[0]))
-legit("train with a batch of one image", lambda: tr.train(tiny_vgg(), IMG32[:1], LAB[:1],
-                                                          tiny_cfg(batch_size=1), progress=False).history,
+legit("train with a batch of one image", lambda: vgg_train((IMG32[:1], LAB[:1]), tiny_cfg(batch_size=1)).history,
       lambda h: len(h["loss"]) == 1)
 legit("train on non-contiguous images", lambda: (
-    tr.train(tiny_vgg(), IMG32.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2), LAB, tiny_cfg(),
-             progress=False).model.state_dict(),
-    tr.train(tiny_vgg(), IMG32, LAB, tiny_cfg(), progress=False).model.state_dict()),
+    vgg_train((IMG32.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2), LAB)).model.state_dict(),
+    vgg_train((IMG32, LAB)).model.state_dict()),
     lambda ab: all(torch.allclose(ab[0][k].float(), ab[1][k].float(), atol=1e-5) for k in ab[0]))
+legit("train with flattened images under the preset = (N, C, H, W)", lambda: (
+    tr.train(MLP([192, 4, 3], seed=0), (IMG32.float().div(255).flatten(1), LAB), tiny_cfg(augment_mirror=True),
+             progress=False, symmetry=P8["symmetry"]).model.state_dict(),
+    tr.train(MLP([192, 4, 3], seed=0), (IMG32.float().div(255), LAB), tiny_cfg(augment_mirror=True),
+             progress=False, symmetry=P8["symmetry"]).model.state_dict()),
+    lambda ab: all(torch.allclose(ab[0][k], ab[1][k], atol=1e-6) for k in ab[0]))
 legit("evaluate_accuracy float [0,1] = uint8", lambda: (
     tr.evaluate_accuracy(tiny_vgg(), IMG32, LAB), tr.evaluate_accuracy(tiny_vgg(), IMG32.float() / 255, LAB)),
     lambda ab: ab[0] == ab[1])
@@ -682,13 +702,13 @@ legit("prepare_images float64 in [0,1]", lambda: images.prepare_images(IMG32.dou
 legit("prepare_images strided uint8", lambda: images.prepare_images(IMG32[:, :, ::2, ::2]),
       lambda y: torch.allclose(y, images.prepare_images(IMG32[:, :, ::2, ::2].contiguous())))
 legit("cached_train tiny, second call from cache with same weights", lambda: (
-    tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB), progress=False),
-    tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB), progress=False)),
+    tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB), progress=False, **P8),
+    tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB), progress=False, **P8)),
     lambda ab: ab[1].from_cache and all(torch.equal(ab[0].model.state_dict()[k], ab[1].model.state_dict()[k])
                                         for k in ab[0].model.state_dict()))
 legit("cached_train: transposed images are another run", lambda: (
-    tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB), progress=False),
-    tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32.transpose(2, 3), LAB), progress=False)),
+    tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32, LAB), progress=False, **P8),
+    tr.cached_train(tiny_vgg, tiny_cfg(), (IMG32.transpose(2, 3), LAB), progress=False, **P8)),
     lambda ab: not ab[1].from_cache)
 
 # == analysis ======================================================================================

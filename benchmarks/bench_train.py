@@ -1,7 +1,7 @@
 """Training throughput (images/s), side by side in one run:
 
-1. the eqlib trainer (``eqlib.train.train``: data on the device, seeded index
-   permutation, vectorised mirror augmentation);
+1. the eqlib trainer (``eqlib.train.train`` with ``image_preset``: data on the device,
+   seeded index permutation, vectorised mirror augmentation, ``Normalize`` on the device);
 2. a typical ``torch.utils.data.DataLoader`` pipeline with per-sample transforms
    (uint8 → float, normalise, random horizontal flip per image, default collate);
 3. the compute bound: forward + backward + optimizer step on one fixed, pre-made batch.
@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from eqlib.images import CIFAR10_MEAN, CIFAR10_STD
 from eqlib.models import MLP
-from eqlib.train import TrainConfig, train
+from eqlib.train import TrainConfig, image_preset, train
 
 
 class _PerSampleDataset(torch.utils.data.Dataset):
@@ -50,7 +50,7 @@ def bench_trainer(images, labels, widths, batch_size, device, epochs):
     model = _model(widths)
     cfg = TrainConfig(task="classify", epochs=epochs, batch_size=batch_size, augment_mirror=True)
     t0 = time.perf_counter()
-    train(model, images, labels, cfg, device=device, progress=False)
+    train(model, (images, labels), cfg, device=device, progress=False, **image_preset(tuple(images.shape[1:])))
     if device.type == "cuda":
         torch.cuda.synchronize()
     return epochs * len(images) / (time.perf_counter() - t0)

@@ -161,8 +161,12 @@ def _cases(parts: bool):
     import torch
 
     import eqlib.latent as latent
-    from eqlib.actions import image_dihedral, trivial
+    from eqlib.actions import trivial
     from eqlib.groups import dihedral
+    try:
+        from eqlib.images import image_dihedral
+    except ImportError:  # a --baseline checkout from before eqlib.images
+        from eqlib.actions import image_dihedral
     from eqlib.submodels import plant_degenerate
 
     D4 = dihedral(4)
@@ -195,12 +199,12 @@ def _cases(parts: bool):
 
     def run(config):
         params = inspect.signature(T.train).parameters
-        if "labels" in params:
+        if "labels" in params:  # a checkout before issue 24: train(model, images, labels, config, ...)
             T.train(model, images, labels, config, device="cpu", progress=False, eval_data=(images, labels),
                     checkpoints=ckpt)
-        else:  # the one-loop trainer of issue 24: train(model, data, config, ...)
+        else:  # the one training loop: train(model, (samples, labels), config, **image_preset())
             T.train(model, (images, labels), config, device="cpu", progress=False, eval_data=(images, labels),
-                    checkpoints=ckpt)
+                    checkpoints=ckpt, **T.image_preset())
 
     yield "b: config, train (tiny run)", lambda: trace(config, run, config, parts=parts)
 

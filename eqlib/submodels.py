@@ -445,6 +445,7 @@ class Reduction:
         """
         check_tensor("x", x, dtypes="float", nonempty=True, finite=True)
         sub = self.model if sub is None else sub
+        x = sub.check_input(x)  # another float precision: the submodel's dtype (and its device)
         full = self.beta(sub)
         with torch.no_grad():
             errs = {"alpha_star_alpha": max(float((s @ a - torch.eye(a.shape[1])).abs().amax()) if a.numel() else 0.0

@@ -23,6 +23,7 @@ import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -84,7 +85,9 @@ class SymmetryElement:
     __slots__ = ("perm", "scale")
 
     def __init__(self, perm: Tensor | Sequence[int], scale: Tensor | Sequence[float] | None = None):
-        if not isinstance(perm, (torch.Tensor, np.ndarray)):
+        if isinstance(perm, torch.Tensor):
+            check_tensor("perm", perm)  # a meta perm has no entries to check
+        elif not isinstance(perm, np.ndarray):
             perm = check_sequence("perm", perm)
         perm = torch.as_tensor(perm).reshape(-1)
         if perm.is_complex() or perm.dtype == torch.bool:
@@ -116,7 +119,26 @@ class SymmetryElement:
 
     @classmethod
     def unchecked(cls, perm: Tensor, scale: Tensor) -> "SymmetryElement":
-        """An element from a long tensor ``perm`` and a tensor ``scale`` (d,), not validated."""
+        """An element from an integer tensor ``perm`` and a real tensor ``scale`` (d,) whose
+        *values* are not validated: ``perm`` need not be checked as a permutation, and zero
+        scales are kept (a recovered element may have zero scales on dead units). Their
+        kind is checked, without reading an entry (TypeError / ValueError naming the
+        argument): 1-D tensors of one length with data on one device, ``perm`` of an integer
+        dtype (cast to long), ``scale`` real (integers cast to the default float dtype)."""
+        check_tensor("perm", perm, ndim=1, dtype="integer")
+        check_tensor("scale", scale, ndim=1, dtype="real", device=perm.device)
+        if scale.shape != perm.shape:
+            raise ValueError(f"scale has {scale.numel()} entries but perm has {perm.numel()}")
+        if perm.dtype != torch.long:
+            perm = perm.long()
+        if not scale.is_floating_point():
+            scale = scale.to(torch.get_default_dtype())
+        return cls._raw(perm, scale)
+
+    @classmethod
+    def _raw(cls, perm: Tensor, scale: Tensor) -> "SymmetryElement":
+        """An element from a long ``perm`` and a float ``scale`` built by this class itself
+        (inverse, composition): no check at all."""
         k = cls.__new__(cls)
         k.perm, k.scale = perm, scale
         return k
@@ -134,7 +156,7 @@ class SymmetryElement:
             ValueError: if ``matrix`` is not square or not monomial up to ``tol``.
         """
         check_float("tol", tol, 0.0)
-        m = torch.as_tensor(matrix, dtype=torch.get_default_dtype())
+        m = _real_matrix("matrix", matrix)
         if m.ndim != 2 or m.shape[0] != m.shape[1]:
             raise ValueError(f"need a square matrix, got shape {tuple(m.shape)}")
         if not _is_monomial(m, tol):
@@ -164,7 +186,7 @@ class SymmetryElement:
     def inverse(self) -> "SymmetryElement":
         """k^{-1}: ``perm = argsort(perm)``, ``scale = 1 / scale[argsort(perm)]``."""
         q = torch.argsort(self.perm)
-        return SymmetryElement.unchecked(q, 1.0 / self.scale[q])
+        return SymmetryElement._raw(q, 1.0 / self.scale[q])
 
     def __invert__(self) -> "SymmetryElement":
         return self.inverse()
@@ -175,7 +197,7 @@ class SymmetryElement:
             return NotImplemented
         if other.dim != self.dim:
             raise ValueError(f"other acts on R^{other.dim} but this element on R^{self.dim}: cannot compose them")
-        return SymmetryElement.unchecked(other.perm[self.perm], self.scale * other.scale[self.perm])
+        return SymmetryElement._raw(other.perm[self.perm], self.scale * other.scale[self.perm])
 
     def left(self, weight: Tensor) -> Tensor:
         """k W for W of shape (d, m) (acts on rows): ``scale[:, None] * W[perm]``."""
@@ -218,12 +240,30 @@ class SymmetryElement:
 
 
 def _real_float(name: str, x: Tensor) -> Tensor:
-    """``x`` checked by the tensor gate (a tensor with data, not meta), integer and bool
-    entries cast to the default float dtype (as :meth:`eqlib.actions.MatrixAction.act`)."""
+    """``x`` checked by the tensor gate (a tensor with data, not meta, not complex), integer
+    and bool entries cast to the default float dtype (as :meth:`eqlib.actions.MatrixAction.act`)."""
     check_tensor(name, x)
-    if x.is_floating_point() or x.is_complex():
+    if x.is_floating_point():
         return x
+    if x.is_complex():
+        raise TypeError(f"{name} must be a real tensor, got {x.dtype}")
     return x.to(torch.get_default_dtype())
+
+
+def _real_matrix(name: str, matrix: Any) -> Tensor:
+    """An array-like of real numbers as a default-float tensor: a tensor passes the tensor
+    gate (data, not meta; integer or float, not bool or complex: an imaginary part would be
+    dropped); an array or nested list must hold real numbers (TypeError naming ``name``)."""
+    if isinstance(matrix, torch.Tensor):
+        check_tensor(name, matrix, dtype="real")
+        return matrix.to(torch.get_default_dtype())
+    if isinstance(matrix, (str, bytes)) or np.iscomplexobj(matrix):
+        raise TypeError(f"{name} must hold real numbers, got {show(matrix)}")
+    try:
+        return torch.as_tensor(matrix, dtype=torch.get_default_dtype())
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise TypeError(f"{name} must be a matrix of real numbers (tensor, array or nested lists), got "
+                        f"{show(matrix)} ({exc})") from None
 
 
 def _is_monomial(m: Tensor, tol: float) -> bool:
@@ -268,8 +308,7 @@ class SymmetryGroup:
     def contains(self, matrix: Tensor | SymmetryElement, tol: float = 1e-6) -> bool:
         """Is ``matrix`` (dense (d, d) or a SymmetryElement) in K, up to ``tol``?"""
         check_float("tol", tol, 0.0)
-        m = matrix.matrix() if isinstance(matrix, SymmetryElement) else torch.as_tensor(
-            matrix, dtype=torch.get_default_dtype())
+        m = matrix.matrix() if isinstance(matrix, SymmetryElement) else _real_matrix("matrix", matrix)
         if m.shape != (self.dim, self.dim) or not bool(torch.isfinite(m).all()):
             return False
         if not _is_monomial(m, tol):
@@ -297,7 +336,7 @@ class SymmetryGroup:
 
         Chapter: *Parameter symmetries*; used by the latent-action chapters.
         """
-        m = torch.as_tensor(matrix, dtype=torch.get_default_dtype()).detach().cpu()
+        m = _real_matrix("matrix", matrix).detach().cpu()
         if m.shape != (self.dim, self.dim):
             raise ValueError(f"need a ({self.dim}, {self.dim}) matrix, got {tuple(m.shape)}")
         if not bool(torch.isfinite(m).all()):
@@ -493,7 +532,16 @@ class AttentionSymmetry:
     B: Tensor
 
     def __post_init__(self):
-        self.perm = torch.as_tensor(self.perm, dtype=torch.long)
+        # perm: integers (a float perm is never truncated); A, B: float tensors with data
+        perm = self.perm if isinstance(self.perm, (torch.Tensor, np.ndarray)) else check_sequence("perm", self.perm)
+        perm = torch.as_tensor(perm)
+        check_tensor("perm", perm, ndim=1, dtype="integer")
+        self.perm = perm.long()
+        for name in ("A", "B"):
+            check_tensor(name, getattr(self, name), ndim=3, dtype="float", finite=True)
+            m = getattr(self, name)
+            if m.shape[1] != m.shape[2]:
+                raise ValueError(f"{name} must hold square matrices (H, d, d), got shape {tuple(m.shape)}")
         H = self.perm.numel()
         if not torch.equal(torch.sort(self.perm).values, torch.arange(H)):
             raise ValueError(f"perm must be a permutation of the {H} heads")

@@ -1,20 +1,22 @@
-"""The trainer: data on the device, seeded batches, mirror penalties, resumable caches.
+"""The trainer: one training loop over actions, and a cache of trained models.
 
-One straight path: uint8 images ``(N, 3, 32, 32)`` are moved to the device once,
-converted and normalised there batch by batch, shuffled by a seeded permutation of
-indices on the device, mirror-augmented with a vectorised mask; no per-sample Python.
-Trained models are cached on disk by a hash of (model spec, :class:`TrainConfig`, data
-spec), written atomically, and an interrupted run resumes from its last complete epoch
-with the same final weights as an uninterrupted run.
-
-The mirror penalties (scaled as a *mean* over coordinates, as chapter 11 explains):
+:func:`train` trains any module on ``(samples, labels)``. The samples are moved to the
+device once, preprocessed there block by block (``preprocess``; :class:`Normalize` for
+images), taken in a seeded order and, when ``TrainConfig.augment_mirror``, acted on by a
+random element of the group per sample. The penalty, for ``symmetry = (rho_in, rho_out)``
+(actions of one finite group G), is a mean over coordinates and over the elements g ≠ e
+(or over ``penalty_samples`` elements drawn per batch):
 
 .. math::
-    P_{\\mathrm{equi}} = \\operatorname{mean}\\,\\big(f(m x) - m f(x)\\big)^2, \\qquad
-    P_{\\mathrm{inv}} = \\operatorname{mean}\\,\\big(f(m x) - f(x)\\big)^2,
+    P_{\\mathrm{equi}} = \\operatorname{mean}\\,\\big(f(\\rho_{\\mathrm{in}}(g) x)
+    - \\rho_{\\mathrm{out}}(g) f(x)\\big)^2, \\qquad
+    P_{\\mathrm{inv}} = \\operatorname{mean}\\,\\big(f(\\rho_{\\mathrm{in}}(g) x) - f(x)\\big)^2,
 
 switched on after ``penalty_start`` of training and ramped up linearly over
-``penalty_ramp`` of training (an abrupt switch blew up Adam on large autoencoders).
+``penalty_ramp`` (an abrupt switch blew up Adam on large autoencoders). Images are a
+preset, not a mode: :func:`image_preset` gives the mirror as the symmetry and
+:class:`Normalize`. :func:`cached_train` keys trained models on disk by content and an
+interrupted run resumes from its last checkpoint with the weights of an uninterrupted one.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
@@ -90,6 +92,12 @@ class TrainConfig:
             penalty noise), as the filter search did, rather than for the whole epoch after
             its batch order: the same distribution, another random stream (kept so that both
             reproduce their recorded runs).
+        augment_crop: translation augmentation of images (N, C, H, W): pad every image
+            by this many zero pixels on each side (before ``preprocess``: black for
+            uint8 images) and crop a window of the original size, each of its two offsets
+            uniform in 0 .. 2·``augment_crop``, drawn per epoch for every sample from the
+            seeded generator (0: none, and then absent from :meth:`to_dict`, so the cache
+            keys of runs without crops are those from before the field existed).
         penalty: ``"none"``, ``"equivariance"`` (f(ρ_in(g)x) ≈ ρ_out(g)f(x); autoencoders) or
             ``"invariance"`` (f(ρ_in(g)x) ≈ f(x); classifiers).
         penalty_weight: the weight of the penalty on the training batch once fully on.
@@ -126,6 +134,7 @@ class TrainConfig:
     warmup: float = 0.05
     augment_mirror: bool = False
     augment_per_batch: bool = False
+    augment_crop: int = 0
     penalty: str = "none"
     penalty_weight: float = 0.0
     penalty_start: float = 0.5
@@ -145,10 +154,11 @@ class TrainConfig:
                               ("penalty", _PENALTIES)):
             check_choice(f"TrainConfig.{name}", getattr(self, name), options)
         for name, low in (("epochs", 1), ("batch_size", 1), ("snapshot_every", 0), ("seed", 0),
-                          ("penalty_samples", 0)):
+                          ("penalty_samples", 0), ("augment_crop", 0)):
             value = getattr(self, name)
             # torch generators take 64-bit seeds; an epoch count beyond 10^6 would run for ever
-            high = {"seed": 2**63 - 1, "epochs": 10**6, "batch_size": 2**31, "penalty_samples": 10**4}.get(name)
+            high = {"seed": 2**63 - 1, "epochs": 10**6, "batch_size": 2**31, "penalty_samples": 10**4,
+                    "augment_crop": 64}.get(name)
             if check_int(f"TrainConfig.{name}", value, low, high) != value or type(value) is not int:
                 object.__setattr__(self, name, int(value))
         check_float("TrainConfig.lr", self.lr, 0.0, LR_MAX, low_open=True)
@@ -173,8 +183,10 @@ class TrainConfig:
                              "or 'invariance'")
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict of the fields."""
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()}
+        """A JSON-serialisable dict of the fields (``augment_crop`` only when on, so the
+        cache keys of runs without it are those from before it existed)."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()
+                if not (k == "augment_crop" and v == 0)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "TrainConfig":
@@ -195,7 +207,8 @@ class Normalize:
     """The images' preprocessing for :func:`train`: uint8 images (N, C, H, W) in 0..255 (or
     float images in [0, 1]) become ``(x / 255 − mean) / std`` per channel, in float32,
     computed as one fused multiply-subtract on the device. ``key`` (its mean and std) is
-    its cache key; ``check`` refuses what :func:`eqlib.images.prepare_images` refuses.
+    its cache key; ``check`` refuses what :func:`eqlib.images.prepare_images` refuses, and every
+    call runs it first (for uint8 images it reads only the shape and dtype).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
@@ -217,6 +230,7 @@ class Normalize:
         _check_images(images, name, len(self.mean))
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        self.check(x, "x")  # shape and dtype; floats in [0, 1] (0..255 floats are refused)
         c = len(self.mean)
         scale = 255.0 if x.dtype == torch.uint8 else 1.0
         std = torch.tensor(self.std, device=x.device)
@@ -365,6 +379,17 @@ def _draw_elements(group, k: int, gen: torch.Generator, dev: torch.device) -> to
     return torch.randint(group.order, (k,), generator=gen, device=dev)
 
 
+def _random_crops(x: torch.Tensor, offsets: torch.Tensor, pad: int) -> torch.Tensor:
+    """Window ``x[n, :, dy:dy+H, dx:dx+W]`` of each image zero-padded by ``pad`` pixels, with
+    ``(dy, dx) = offsets[n]`` in 0 .. 2·pad: one gather on the batch, no loop over samples."""
+    n, c, h, w = x.shape
+    wp = w + 2 * pad
+    xp = F.pad(x, (pad, pad, pad, pad)).view(n, c, -1)
+    ar_h, ar_w = torch.arange(h, device=x.device), torch.arange(w, device=x.device)
+    index = (offsets[:, 0, None, None] + ar_h.view(1, h, 1)) * wp + offsets[:, 1, None, None] + ar_w.view(1, 1, w)
+    return xp.gather(2, index.view(n, 1, h * w).expand(n, c, h * w)).view(n, c, h, w)
+
+
 def penalty_weight_at(config: TrainConfig, progress: float, *, noise: bool = False) -> float:
     """The penalty weight after fraction ``progress`` ∈ [0, 1] of training (0 before ``penalty_start``,
     then a linear ramp over ``penalty_ramp``, then ``penalty_weight``, or ``penalty_noise``
@@ -483,7 +508,7 @@ def _check_samples(x: torch.Tensor, labels: torch.Tensor | None, task: str, rho_
                    preprocess: Callable | None, name: str = "images") -> None:
     """The data :func:`train` takes: ``preprocess.check`` when the preprocess has one, else
     float samples; of shape (N, *rho_in.shape) or (N, rho_in.dim) under a symmetry; labels as
-    :func:`_check_labels` wants."""
+    ``_check_labels`` wants."""
     if preprocess is not None and callable(getattr(preprocess, "check", None)):
         preprocess.check(x, name)
     else:
@@ -700,6 +725,31 @@ def _evaluate(model: nn.Module, eval_data, task: str, preprocess: Callable | Non
     return (value, float("nan")) if task == "classify" else (float("nan"), value)
 
 
+def _record(history: dict[str, list], epoch: int, s: list[float], pw: float, lr: float, seconds: float, n: int,
+            classify: bool, test: tuple[float, float] | None) -> None:
+    """Append epoch ``epoch``'s values to ``history`` (``s`` from ``_epoch_means``)."""
+    for key, value in (("epoch", epoch), ("loss", s[0]), ("task_loss", s[1]), ("penalty", s[2]),
+                       ("noise_penalty", s[3]), ("penalty_weight", pw),
+                       ("accuracy", s[4] if classify else float("nan")), ("lr", lr),
+                       ("seconds", seconds), ("images_per_s", n / max(seconds, 1e-9))):
+        history[key].append(value)
+    if test is not None:
+        history["test_accuracy"].append(test[0])
+        history["test_loss"].append(test[1])
+
+
+def _save_checkpoint(path: Path, state: dict[str, Any]) -> Path | None:
+    """Write ``state`` to ``path`` atomically; ``path``, or None (warned once) when it cannot
+    be written: the checkpoint is optional."""
+    try:
+        save_torch(state, path)
+        return path
+    except CACHE_WRITE_ERRORS as exc:  # read-only or full disk
+        warn_once(f"checkpoint:{path.parent}", f"could not write the checkpoint {path} "
+                  f"({type(exc).__name__}: {exc}); training on without checkpoints")
+        return None
+
+
 class _Run:
     """What one epoch of :func:`train` needs besides the model and the config."""
 
@@ -717,20 +767,39 @@ class _Run:
         self.block = max(1, (_PREP_IMAGES_CPU if dev.type == "cpu" else _PREP_IMAGES_GPU) // self.bs)
         self.label_max = int(y_all.max()) if y_all is not None else None
 
-    def epoch(self, model: nn.Module, epoch: int) -> tuple[list[float], float, float]:
-        """Train one epoch: (epoch means of :func:`_epoch_means`, last penalty weight, last lr)."""
+    def epoch(self, model: nn.Module, epoch: int) -> tuple[list[float], float, float, float]:
+        """Train one epoch: (epoch means of ``_epoch_means``, last penalty weight, last lr,
+        seconds); a diverged loss raises."""
+        t0 = time.perf_counter()
+        s, pw, lr = self._steps(model, epoch)
+        seconds = time.perf_counter() - t0
+        if self.bar is not None:  # no device sync inside the epoch; the bar redraws at most every few seconds
+            self.bar.set_postfix(epoch=epoch + 1, loss=f"{s[0]:.4f}", img_s=f"{self.n / max(seconds, 1e-9):.0f}",
+                                 refresh=False)
+        if not math.isfinite(s[0]) or abs(s[0]) > _DIVERGED:
+            raise FloatingPointError(f"training diverged in epoch {epoch + 1} (loss {s[0]:g}); lower lr or "
+                                     f"penalty_weight, or lengthen penalty_ramp")
+        return s, pw, lr, seconds
+
+    def _steps(self, model: nn.Module, epoch: int) -> tuple[list[float], float, float]:
+        """The epoch's steps: (epoch means of ``_epoch_means``, last penalty weight, last lr)."""
         config, gen, dev, bs, group = self.config, self.gen, self.dev, self.bs, self.group
         perm = torch.randperm(self.n, generator=gen, device=dev)
         elements = _draw_elements(group, self.n, gen, dev) if config.augment_mirror and not self.per_batch else None
+        pad = config.augment_crop
+        offsets = torch.randint(2 * pad + 1, (self.n, 2), generator=gen, device=dev) if pad else None
         # per batch, kept on the device until the epoch ends (one sync per epoch):
         task_losses: list[torch.Tensor] = []
         terms: list[tuple[list[float], list[torch.Tensor]]] = [([], []), ([], [])]  # (weights, values): x, noise
         predictions: list[torch.Tensor] = []
         pw, lr = 0.0, config.lr
         for b in range(self.steps_per_epoch):
-            if b % self.block == 0:  # preprocess (and act on) the next `block` batches in one go
+            if b % self.block == 0:  # crop, preprocess (and act on) the next `block` batches in one go
                 idx = perm[b * bs:(b + self.block) * bs]
-                xs = self.prep(self.x_all[idx])
+                raw = self.x_all[idx]
+                if offsets is not None:  # crop the zero-padded (for uint8 images: black) samples
+                    raw = _random_crops(raw, offsets[idx], pad)
+                xs = self.prep(raw)
                 if elements is not None:
                     xs = _act_each(self.rho_in, elements[idx], xs)
                 x_batches = xs.split(bs)
@@ -789,8 +858,8 @@ def train(model: nn.Module, data: tuple[torch.Tensor, torch.Tensor | None], conf
           eval_data: tuple[torch.Tensor, torch.Tensor | None] | None = None) -> TrainResult:
     """Train ``model`` on ``data = (samples, labels)`` under ``config``: the one training loop.
 
-    Each step takes a batch in a seeded order, ``preprocess``-ed on the device (None: the
-    samples as floats), acted on by a random element of G per sample when
+    Each step takes a batch in a seeded order, cropped when ``config.augment_crop``,
+    ``preprocess``-ed on the device (None: the samples as floats), acted on by a random element of G per sample when
     ``config.augment_mirror``, and adds to the task loss the penalty
     mean_g mean (f(ρ_in(g)x) − ρ_out(g)f(x))² (ρ_out = identity for ``penalty="invariance"``)
     on the batch and, with ``config.penalty_noise``, on isotropic noise, each with its
@@ -799,8 +868,9 @@ def train(model: nn.Module, data: tuple[torch.Tensor, torch.Tensor | None], conf
 
     Random draws, in order, from one generator seeded with ``config.seed``: per epoch the
     batch order, then the augmentation elements of the epoch's samples (with
-    ``config.augment_per_batch``, each batch's at the start of the batch instead); per
-    batch, the penalty noise, then the sampled penalty elements.
+    ``config.augment_per_batch``, each batch's at the start of the batch instead), then
+    the crop offsets (``config.augment_crop``); per batch, the penalty noise, then the
+    sampled penalty elements. Crops are cut from the raw samples, before ``preprocess``.
 
     Args:
         model: any module mapping preprocessed samples to logits (N, K) or to
@@ -845,6 +915,9 @@ def train(model: nn.Module, data: tuple[torch.Tensor, torch.Tensor | None], conf
         raise ValueError("config's augmentation and penalty act by a symmetry: pass symmetry=(rho_in, rho_out) "
                          "(images: **eqlib.train.image_preset(shape))")
     _check_samples(images, labels, config.task, rho_in, preprocess)
+    if config.augment_crop and images.dim() != 4:
+        raise ValueError(f"TrainConfig.augment_crop crops images (N, C, H, W), got samples of shape "
+                         f"{tuple(images.shape)}")
     if eval_data is not None:
         ex, ey = _check_pair("eval_data", eval_data)
         _check_samples(ex, ey, config.task, rho_in, preprocess, "eval images")
@@ -876,36 +949,16 @@ def train(model: nn.Module, data: tuple[torch.Tensor, torch.Tensor | None], conf
                        desc=f"train {config.task}", unit="step", leave=False, mininterval=_PROGRESS_SECONDS)
     model.train()
     for epoch in range(start_epoch, config.epochs):
-        t0 = time.perf_counter()
-        s, pw, lr = run.epoch(model, epoch)
-        seconds = time.perf_counter() - t0
-        if run.bar is not None:  # no device sync inside the epoch; the bar redraws at most every few seconds
-            run.bar.set_postfix(epoch=epoch + 1, loss=f"{s[0]:.4f}", img_s=f"{n / max(seconds, 1e-9):.0f}",
-                                refresh=False)
-        if not math.isfinite(s[0]) or abs(s[0]) > _DIVERGED:
-            raise FloatingPointError(f"training diverged in epoch {epoch + 1} (loss {s[0]:g}); lower lr or "
-                                     f"penalty_weight, or lengthen penalty_ramp")
+        s, pw, lr, seconds = run.epoch(model, epoch)
         test = _evaluate(model, eval_data, config.task, preprocess, dev) if eval_data is not None else None
-        for key, value in (("epoch", epoch + 1), ("loss", s[0]), ("task_loss", s[1]), ("penalty", s[2]),
-                           ("noise_penalty", s[3]), ("penalty_weight", pw),
-                           ("accuracy", s[4] if y_all is not None else float("nan")), ("lr", lr),
-                           ("seconds", seconds), ("images_per_s", n / max(seconds, 1e-9))):
-            history[key].append(value)
-        if test is not None:
-            history["test_accuracy"].append(test[0])
-            history["test_loss"].append(test[1])
+        _record(history, epoch + 1, s, pw, lr, seconds, n, y_all is not None, test)
         if config.snapshot_every and (epoch + 1) % config.snapshot_every == 0:
             snapshots.append((epoch + 1, _cpu_state(model)))
         if ckpt_path is not None and ((epoch + 1) % checkpoint_every == 0 or epoch + 1 == config.epochs):
-            try:
-                save_torch({"identity": identity, "model": _cpu_state(model), "optimizer": optimizer.state_dict(),
-                            "generator": gen.get_state(), "history": history, "epoch": epoch + 1,
-                            "snapshot_epochs": [e for e, _ in snapshots], "snapshots": [s for _, s in snapshots]},
-                           ckpt_path)
-            except CACHE_WRITE_ERRORS as exc:  # read-only or full disk: the checkpoint is optional
-                warn_once(f"checkpoint:{ckpt_path.parent}", f"could not write the checkpoint {ckpt_path} "
-                          f"({type(exc).__name__}: {exc}); training on without checkpoints")
-                ckpt_path = None
+            ckpt_path = _save_checkpoint(ckpt_path, {
+                "identity": identity, "model": _cpu_state(model), "optimizer": optimizer.state_dict(),
+                "generator": gen.get_state(), "history": history, "epoch": epoch + 1,
+                "snapshot_epochs": [e for e, _ in snapshots], "snapshots": [s for _, s in snapshots]})
         if "after_epoch" in hooks:
             hooks["after_epoch"](epoch + 1, model, history)
     if run.bar is not None:

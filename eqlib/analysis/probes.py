@@ -107,7 +107,8 @@ def input_spectrum(images: torch.Tensor, max_images: int = 10_000) -> tuple[torc
 
 
 def _nonempty(images: torch.Tensor) -> torch.Tensor:
-    return check_tensor("images", images, nonempty=True)
+    """A non-empty batch of images (N, C, H, W) with data (what prepare_images takes)."""
+    return check_tensor("images", images, ndim=4, nonempty=True)
 
 
 def _check_model(model: object) -> None:

@@ -32,6 +32,7 @@ from ..latent.attention import patch_mirror_action, recover_attention_action
 from ..models import AttentionNetwork
 from ..train import TrainConfig, TrainResult, cached_train, image_preset
 from .cifar_setup import _FIELDS, Settings, _data_spec, train_networks
+from ..validation import check_tensor
 
 __all__ = ["ABLATION_PROBES", "ABLATION_VARIANTS", "ablation", "emergence", "PatchAttentionAutoencoder",
            "attention_experiment"]
@@ -170,6 +171,7 @@ class PatchAttentionAutoencoder(nn.Module):
         self.attention = AttentionNetwork((32 // patch) ** 2, [d, d], heads=heads, positional=True, seed=seed)
 
     def tokens(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor("x", x, ndim=4)  # errors name x (patchify's own name is images)
         return patchify(x, self.patch)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

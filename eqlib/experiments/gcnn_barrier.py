@@ -32,6 +32,7 @@ CLI::
     python -m eqlib.experiments.gcnn_barrier --budget full --device cpu --seeds 0,1 \\
         --set widths=0.0625 --set n_train=256 --set epochs=1 --parts barriers --out /tmp/tiny  # smoke test
     python -m eqlib.experiments.gcnn_barrier --budget full --device cuda --out results/   # a GPU
+    bash benchmarks/record_medium.sh   # the medium record on a CPU: hours, resumable (kill and rerun)
 
 Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
 """
@@ -65,7 +66,7 @@ from ..train import TrainConfig, cached_train, evaluate_accuracy, image_preset
 from ..validation import check_tensor
 from . import html_table, protocol
 
-__all__ = ["VARIANTS", "BarrierBudget", "BUDGETS", "MergeData", "load_merge_data", "build_network",
+__all__ = ["VARIANTS", "BarrierBudget", "CropBudget", "BUDGETS", "MergeData", "load_merge_data", "build_network",
            "train_config", "train_networks", "gcnn_barrier", "merge_barrier", "interpolation_curve",
            "summarize", "summary_table", "summary_table_html", "run_experiment", "main",
            "filter_distance", "gcnn_filter_distance", "normalize_kernels", "min_scaled_filter_distance",
@@ -135,6 +136,32 @@ class BarrierBudget:
         object.__setattr__(self, "seeds", seeds)
 
 
+#: epochs of the ``medium`` budget
+MEDIUM_EPOCHS = 15
+
+
+@dataclass(frozen=True)
+class CropBudget(BarrierBudget):
+    """A :class:`BarrierBudget` whose networks all train with translation augmentation
+    (the ``medium`` budget). A subclass, so that the settings recorded by the budgets
+    without it stay as they were.
+
+    Attributes:
+        augment_crop: pad every training image by this many black pixels and crop a random
+            32×32 window, for every variant (``TrainConfig.augment_crop``); 0: none.
+
+    Chapter: *ReLU CNNs and GCNNs*.
+    """
+
+    augment_crop: int = 4
+
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.augment_crop, bool) or not isinstance(self.augment_crop, int) \
+                or not 0 <= self.augment_crop <= 16:
+            raise ValueError(f"CropBudget.augment_crop must be an int in 0..16, got {self.augment_crop!r}")
+
+
 def network_seeds(b: "BarrierBudget") -> tuple[int, ...]:
     """The seeds of the networks of every cell: ``b.seeds``, or ``0 .. b.networks − 1`` when empty.
 
@@ -144,7 +171,8 @@ def network_seeds(b: "BarrierBudget") -> tuple[int, ...]:
 
 
 #: ``laptop`` (the default): a narrow VGG on a CIFAR-10 subset, minutes on 2 CPU cores; ``full``: VGG11 (REPAIR's recipe,
-#: without the translation augmentation, 10 epochs) on the full training set, for a GPU.
+#: without the translation augmentation, 10 epochs) on the full training set, for a GPU; ``medium``: VGG11's layers
+#: at 1/8 width on the full training set with crop augmentation, for a CPU over hours (resumable).
 BUDGETS: dict[str, BarrierBudget] = {
     "laptop": BarrierBudget(),
     # sized so the whole benchmarks/gpu_check.sh fits in 8 minutes on one H200: 4 variants x 3
@@ -155,6 +183,14 @@ BUDGETS: dict[str, BarrierBudget] = {
                           weight_decay=5e-4, schedule="warmup_linear", penalty_weight=10.0,
                           alphas=tuple(np.round(np.linspace(0, 1, 11), 2).tolist()), amp="bf16",
                           channels_last=True),
+    # VGG11's layers at 1/8 width (8,M,16,M,32,32,M,64,64,M,64,64,M) on all 50,000 images with
+    # 4-pixel crops (and the variants' flips), SGD with warm-up and linear decay: the CPU record
+    # (benchmarks/record_medium.sh), every network resumable through the model cache
+    "medium": CropBudget(config=(64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
+                         widths=(0.125,), extra_variants=(), networks=3, n_train=50000, n_match=2500,
+                         n_test=10000, epochs=MEDIUM_EPOCHS, batch_size=500, lr=0.08, optimizer="sgd",
+                         momentum=0.9, weight_decay=5e-4, schedule="warmup_linear", penalty_weight=10.0,
+                         alphas=tuple(np.round(np.linspace(0, 1, 11), 2).tolist()), augment_crop=4),
 }
 
 
@@ -224,8 +260,10 @@ def build_network(variant: str, width: float, seed: int, b: BarrierBudget) -> VG
 
 
 def train_config(variant: str, seed: int, b: BarrierBudget) -> TrainConfig:
-    """The :class:`eqlib.train.TrainConfig` of a variant: ``plain`` and ``gcnn`` without augmentation,
-    ``mirror`` with mirror augmentation, ``invariance`` with augmentation plus the invariance loss.
+    """The :class:`eqlib.train.TrainConfig` of a variant: ``plain`` and ``gcnn`` without mirror augmentation,
+    ``mirror`` with mirror augmentation, ``invariance`` with augmentation plus the invariance loss;
+    every variant with the budget's crop augmentation (:class:`CropBudget`). (Flipping a
+    GCNN's inputs would change nothing: it is mirror-invariant.)
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
@@ -236,6 +274,8 @@ def train_config(variant: str, seed: int, b: BarrierBudget) -> TrainConfig:
         extra["augment_mirror"] = True
     if variant == "invariance":
         extra.update(penalty="invariance", penalty_weight=b.penalty_weight, penalty_start=b.penalty_start)
+    if getattr(b, "augment_crop", 0):
+        extra["augment_crop"] = b.augment_crop
     return TrainConfig(task="classify", epochs=b.epochs, batch_size=b.batch_size, lr=b.lr, optimizer=b.optimizer,
                        momentum=b.momentum, weight_decay=b.weight_decay, schedule=b.schedule, seed=seed, **extra)
 
@@ -246,12 +286,21 @@ def _autocast(b: BarrierBudget, device) -> contextlib.AbstractContextManager:
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
 
 
-def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = False
+def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = False,
+                   log: Callable[[str], None] | None = None, test_data=None
                    ) -> dict[tuple[str, float], list[nn.Module]]:
     """Train (or load from the cache) one network per seed of :func:`network_seeds` per (variant, width).
 
     With ``b.amp == "bf16"`` training runs under bfloat16 autocast, with ``b.channels_last``
     in the channels-last memory format; both are part of the cache key when on.
+
+    Every network goes through :func:`eqlib.train.cached_train`: a finished one is loaded,
+    never retrained, and one in progress checkpoints every epoch, so a run killed at any
+    moment and started again resumes from the last finished epoch (with the weights an
+    uninterrupted run gets). ``log`` (e.g. ``print``) receives a line per network and per
+    trained epoch (wall-clock seconds, the process's CPU seconds since the last line, the
+    training accuracy and, given ``test_data = (uint8 images, labels)``, the test accuracy,
+    which leaves the training and its cache key unchanged).
 
     Returns:
         ``{(variant, width): [model, ...]}``, models on the CPU in eval mode (float32,
@@ -268,11 +317,26 @@ def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = F
         for variant in (b.variants if w == b.widths[0] else b.extra_variants):
             nets = []
             for s in network_seeds(b):
+                name, cpu = f"{variant}@{w:g} seed {s}", [time.process_time()]
+
+                def epoch_done(epoch, model, history, name=name, cpu=cpu):
+                    used, cpu[0] = time.process_time() - cpu[0], time.process_time()  # this process's CPU time
+                    test = "" if test_data is None else \
+                        f", test {100 * evaluate_accuracy(model, *test_data, batch_size=1000):.2f} %"
+                    log(f"{name}: epoch {epoch}/{b.epochs} in {history['seconds'][-1]:.1f} s (CPU time "
+                        f"{used:.0f} s), train loss {history['task_loss'][-1]:.4f}, train "
+                        f"{100 * history['accuracy'][-1]:.2f} %{test}")
+
+                t0 = time.perf_counter()
                 with _autocast(b, dev):
                     res = cached_train(lambda: build_network(variant, w, s, b).to(memory_format=fmt),
                                        train_config(variant, s, b), train_data, device=dev, progress=progress,
                                        cache_key_extra=extra or None,
+                                       hooks={"after_epoch": epoch_done} if log else None,
                                        **image_preset(tuple(train_data[0].shape[1:])))
+                if log:
+                    log(f"{name}: loaded from the cache" if res.from_cache else
+                        f"{name}: trained in {time.perf_counter() - t0:.0f} s")
                 m = res.model.cpu().float().to(memory_format=torch.contiguous_format).eval()
                 nets.append(m.to_cnn().eval() if isinstance(m, MirrorGCNN) else m)
             out[(variant, w)] = nets
@@ -340,9 +404,21 @@ def normalize_kernels(weight: torch.Tensor) -> torch.Tensor:
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
+    check_tensor("weight", weight, ndim=4, dtype="real")
     w = weight.detach().double()
     n = w.flatten(2).norm(dim=2)[..., None, None]
     return torch.where(n > 0, w / n.clamp_min(1e-300), torch.zeros_like(w))
+
+
+def _channel_permutation(name: str, p: object) -> torch.Tensor:
+    """An integer permutation as a CPU long tensor; floats, bools and complex are refused (never rounded)."""
+    if not isinstance(p, torch.Tensor):
+        try:
+            p = torch.as_tensor(np.asarray(p))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be a permutation (integers), got {type(p).__name__}") from exc
+    check_tensor(name, p, ndim=1, dtype="integer")
+    return p.detach().cpu().long()
 
 
 def filter_distance(weight: torch.Tensor, pi_out: torch.Tensor, pi_in: torch.Tensor | None = None,
@@ -373,11 +449,13 @@ def filter_distance(weight: torch.Tensor, pi_out: torch.Tensor, pi_in: torch.Ten
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
-    if not isinstance(weight, torch.Tensor) or weight.dim() != 4:
-        raise ValueError(f"weight must be a conv weight (C_out, C_in, k, k), got "
-                         f"{tuple(weight.shape) if isinstance(weight, torch.Tensor) else type(weight).__name__}")
-    pi_in = torch.arange(weight.shape[1]) if pi_in is None else torch.as_tensor(pi_in)
-    pi_out = torch.as_tensor(pi_out)
+    if not isinstance(weight, torch.Tensor):
+        raise TypeError(f"weight must be a conv weight tensor (C_out, C_in, k, k), got {type(weight).__name__}")
+    if weight.dim() != 4:
+        raise ValueError(f"weight must be a conv weight (C_out, C_in, k, k), got shape {tuple(weight.shape)}")
+    check_tensor("weight", weight, dtype="real")
+    pi_in = torch.arange(weight.shape[1]) if pi_in is None else _channel_permutation("pi_in", pi_in)
+    pi_out = _channel_permutation("pi_out", pi_out)
     for name, p, n in (("pi_out", pi_out, weight.shape[0]), ("pi_in", pi_in, weight.shape[1])):
         if p.shape != (n,) or not torch.equal(torch.sort(p).values, torch.arange(n)):
             raise ValueError(f"{name} must be a permutation of {n} channels, got {p.tolist()}")
@@ -951,6 +1029,15 @@ CLI_EPILOG = """budgets (measured run times; "not measured" where no run backs a
   full    VGG11 at width 1, 4 variants x 3 networks, 50,000 images, 10 epochs of
           SGD, bf16 autocast and channels-last: meant for a GPU. Not measured
           (no record yet; benchmarks/gpu_check.sh records one).
+  medium  VGG11's layers at 1/8 width (8,M,16,M,32,32,M,64,64,M,64,64,M), 4 variants
+          x 3 networks, all 50,000 images with 4-pixel crops (every variant) and
+          flips (mirror, invariance), 15 epochs of SGD (batch 500, lr 0.08, warm-up
+          and linear decay), 10,000 test images: a CPU record, resumable
+          (benchmarks/record_medium.sh). CPU, OMP_NUM_THREADS=2 on 2 cores shared
+          with other jobs (load average 6-14): one plain network (seed 0) took
+          199-475 s per epoch, mean 292 s over its first 11 epochs (about 110 s of
+          CPU time per epoch), test accuracy 72.6 % after 11 of its 15 epochs
+          (the last 4 not measured). The whole record: not measured.
   ci      an old name of laptop, still accepted (older scripts, CI).
 
 outputs in --out (written to a temporary folder beside --out and moved in at
@@ -991,7 +1078,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "is merged with its channel-aligned mirrored copy (their midpoint is a mirror-GCNN) and, "
         "for comparison, with an independently trained network; the barrier is the test accuracy "
         "the midpoint loses. Chapter 10 of the course.",
-        parts=PARTS, progress=False, epilog=CLI_EPILOG)
+        parts=PARTS, progress=False, epilog=CLI_EPILOG, budgets=tuple(BUDGETS))
     seeds_given = any(a.split("=")[0] in ("--seed", "--seeds") for a in argv_list)
 
     def budget_of(args) -> BarrierBudget:
@@ -1011,7 +1098,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     name, out = args.budget, args.out
     stem = output_stem(name, network_seeds(b))
     data = load_merge_data(b, args.data, download=args.download)
-    networks = train_networks(b, data[0], device=default_device(args.device), progress=args.progress)
+    networks = train_networks(b, data[0], device=default_device(args.device), progress=args.progress,
+                              log=lambda line: print(line, flush=True),
+                              test_data=(data[1].test_images, data[1].test_labels))
     results = run_experiment(b, device=args.device, networks=networks, data=data)
     results["budget_name"] = name
     results["settings"] = protocol.settings_dict(b)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..budget import budget as select_budget
+from ..budget import BUDGETS as BUDGET_NAMES
 from ..budget import budget_choices
 from . import writable_folder
 from .records import NONFINITE_KEY, RECORDS, load_json, load_recorded, strict_json, write_json
@@ -259,23 +260,40 @@ def parse_seeds(text: str) -> tuple[int, ...]:
 
 
 #: what the command line's help says of each budget (an experiment adds its measured times)
-BUDGET_HELP = ("compute budget: laptop (the default: minutes on 2 CPU cores) or full (the "
-               "published scale, meant for a GPU); default $EQLIB_BUDGET, else laptop. The old "
-               "name ci (used by older scripts and CI) is still accepted and means laptop.")
+_BUDGET_WORDS = {"laptop": "laptop (the default: minutes on 2 CPU cores)",
+                 "medium": "medium (a CPU record over hours, resumable)",
+                 "full": "full (the published scale, meant for a GPU)"}
 
 
-def _budget_name(text: str) -> str:
-    """``--budget``: one of the budgets (or an old alias, still accepted but not listed)."""
-    value = str(text).strip().lower()
-    if value not in budget_choices():
-        raise argparse.ArgumentTypeError(f"unknown budget {text!r}; choose laptop or full")
-    return value
+def _budget_help(names: Sequence[str]) -> str:
+    """The ``--budget`` help for the budgets ``names``."""
+    words = [_BUDGET_WORDS[n] for n in names]
+    listed = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+    return (f"compute budget: {listed}; default $EQLIB_BUDGET, else laptop. The old "
+            "name ci (used by older scripts and CI) is still accepted and means laptop.")
+
+
+#: the ``--budget`` help of an experiment with the budgets laptop and full
+BUDGET_HELP = _budget_help(("laptop", "full"))
+
+
+def _budget_type(names: Sequence[str]) -> Callable[[str], str]:
+    """``--budget``'s type: one of ``names`` (or an old alias, still accepted but not listed)."""
+    accepted = set(names) | (set(budget_choices()) - set(BUDGET_NAMES))
+
+    def budget_name(text: str) -> str:
+        value = str(text).strip().lower()
+        if value not in accepted:
+            raise argparse.ArgumentTypeError(f"unknown budget {text!r}; choose one of {', '.join(names)}")
+        return value
+    return budget_name
 
 
 def build_parser(prog: str, description: str, parts: Sequence[str] = (),
                  default_out: str = "results", progress: bool = True,
                  default_parts: Sequence[str] | None = None,
-                 epilog: str | None = None) -> argparse.ArgumentParser:
+                 epilog: str | None = None,
+                 budgets: Sequence[str] = ("laptop", "full")) -> argparse.ArgumentParser:
     """The command line every experiment shares.
 
     Flags: ``--budget``, ``--device``, ``--seed N`` or ``--seeds 0,1,2``, ``--set KEY=VALUE``
@@ -283,8 +301,9 @@ def build_parser(prog: str, description: str, parts: Sequence[str] = (),
     ``--progress/--no-progress`` (default ``progress``), ``--no-download``. Read the
     arguments with :func:`parse_args`, which checks ``--out`` before anything else.
     ``default_parts`` (default: all ``parts``) are run when ``--parts`` is not given.
-    ``--budget`` lists ``laptop`` and ``full``; the old name ``ci`` is accepted (it means
-    ``laptop``) and said so in the help, not listed. ``epilog`` (the experiment's budgets
+    ``--budget`` lists and accepts ``budgets`` (the names the experiment declares, of
+    :data:`eqlib.budget.BUDGETS`; default ``laptop`` and ``full``); the old name ``ci`` is
+    accepted (it means ``laptop``) and said so in the help, not listed. ``epilog`` (the experiment's budgets
     and measured run times, its outputs) is printed after the flags as written.
 
     Chapters: Part III, *Experiments*.
@@ -292,8 +311,13 @@ def build_parser(prog: str, description: str, parts: Sequence[str] = (),
     description = "\n\n".join(textwrap.fill(par, 79) for par in str(description).split("\n\n"))
     p = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--budget", type=_budget_name, default=None, metavar="{laptop,full}",
-                   help=BUDGET_HELP)
+    budgets = tuple(budgets)
+    unknown = [b for b in budgets if b not in BUDGET_NAMES]
+    if not budgets or unknown:
+        raise ValueError(f"budgets must be names of eqlib.budget.BUDGETS {list(BUDGET_NAMES)}, got {budgets}")
+    budgets = tuple(b for b in BUDGET_NAMES if b in budgets)  # cheapest first, as eqlib.budget lists them
+    p.add_argument("--budget", type=_budget_type(budgets), default=None, metavar="{" + ",".join(budgets) + "}",
+                   help=_budget_help(budgets))
     p.add_argument("--device", default=None,
                    help="cpu or cuda (default $EQLIB_DEVICE, else cuda when available)")
     p.add_argument("--out", default=default_out,

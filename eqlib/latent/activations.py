@@ -17,6 +17,7 @@ from ..actions import Action
 from .result import MonomialAction
 from .units import assign
 from ..symmetries import SymmetryGroup
+from ..validation import check_tensor
 from .weights import _MATCH_FLAGS, hidden_groups, mlp_layers
 
 __all__ = ["recover_by_activations"]
@@ -42,6 +43,10 @@ def recover_by_activations(model, rho_in: Action, x: Tensor, *, groups: list[Sym
     layers = mlp_layers(model)
     G = rho_in.group
     L = len(layers)
+    check_tensor("x", x, dtype="float", nonempty=True, finite=True)
+    if x.ndim == 0:
+        raise ValueError("x must be a batch of inputs (N, d_0), got a 0-d tensor")
+    x = model.check_input(x)  # another float precision: the model's dtype (and its device)
     if x.shape[0] < 2:
         raise ValueError("activation matching needs at least two inputs")
     groups = hidden_groups(model) if groups is None else groups

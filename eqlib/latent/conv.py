@@ -66,6 +66,7 @@ def rotate(x: Tensor, g: GroupElement) -> Tensor:
 
     Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
+    check_tensor("x", x)
     if x.dim() < 2 or x.shape[-1] != x.shape[-2]:
         raise ValueError(f"x must end in a square (H, W), got shape {tuple(x.shape)}")
     return torch.rot90(x, _quarter_turns(g), dims=(-2, -1))
@@ -355,6 +356,7 @@ def recover_conv_actions(model: Model, x: Tensor, rho_in: Action | None = None,
     if x.dim() != 4 or tuple(x.shape[1:]) != tuple(layers[0].in_shape):
         raise ValueError(f"x must have shape (N, {', '.join(map(str, layers[0].in_shape))}), "
                          f"got {tuple(x.shape)}")
+    x = x.to(layers[0].weight.dtype)  # another float precision: the layers' dtype
     tol = check_float("tol", tol, 0.0)
     res = ConvLatentActions(group, tol=tol)
     L = len(layers)

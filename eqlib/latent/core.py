@@ -190,6 +190,10 @@ def latent_actions(model, rho_in: Action | None, rho_out: Action | None, *, meth
     notes: list[str] = []
     if x is None:
         x = _probes(model, num_probes, seed)
+    elif x.ndim == 0:
+        raise ValueError("x must be a batch of probe inputs (N, d_0), got a 0-d tensor")
+    else:
+        x = model.check_input(x)  # another float precision: the model's dtype (and its device)
     x = x.reshape(x.shape[0], -1)
     e2e_err = _end_to_end_error(model, rho_in, rho_out, x)
     equivariant = e2e_err <= tol

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from ..validation import check_float, check_int, check_sequence
+from ..validation import check_float, check_int, check_sequence, check_tensor
 
 __all__ = ["pair_set_symmetries", "token_channel_candidates", "relating_sequences"]
 
@@ -114,6 +114,14 @@ def relating_sequences(layers: Sequence[Callable[[Tensor], Tensor]],
     if len(candidates) != L - 1:
         raise ValueError(f"candidates must hold L-1 = {L - 1} candidate groups (one per hidden latent space), "
                          f"got {len(candidates)}")
+    for i, c in enumerate(candidates):
+        check_tensor(f"candidates[{i}]", c, ndim=3, dtype="float", finite=True)
+    check_tensor("x", x, dtype="float", nonempty=True, finite=True)
+    if x.ndim == 0:
+        raise ValueError("x must be a batch of probes (N, ...), got a 0-d tensor")
+    param = next(layers[0].parameters(), None) if isinstance(layers[0], torch.nn.Module) else None
+    if param is not None and param.is_floating_point():
+        x = x.to(param.dtype)  # another float precision: the layers' own dtype
 
     def rel(a: Tensor, b: Tensor) -> float:
         return float((a - b).norm() / b.norm().clamp_min(1e-12))
@@ -124,7 +132,7 @@ def relating_sequences(layers: Sequence[Callable[[Tensor], Tensor]],
         # y: probes in V_{i-1} for θ; the relation needs f_i(k_{i-1} y; θ') = k_i f_i(y; θ)
         shape = y.shape
         flat = y.reshape(len(y), -1)
-        y_moved = flat if k_prev is None else flat @ k_prev.T
+        y_moved = flat if k_prev is None else flat @ k_prev.to(flat).T
         with torch.no_grad():
             lhs = layers_prime[i](y_moved.reshape(shape))
             out = layers[i](y)
@@ -134,7 +142,7 @@ def relating_sequences(layers: Sequence[Callable[[Tensor], Tensor]],
                 found.append(chosen)
             return
         for j, k in enumerate(candidates[i]):
-            if rel(lhs_flat, out_flat @ k.T) <= tol:
+            if rel(lhs_flat, out_flat @ k.to(out_flat).T) <= tol:
                 search(i + 1, out, k, chosen + (j,))
 
     search(0, x, None, ())

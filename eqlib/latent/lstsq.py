@@ -78,19 +78,31 @@ def relative_errors(A: Tensor, X: Tensor, Y: Tensor, chunk: int = 65536) -> Tens
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
     chunk = check_int("chunk", chunk, 1)
-    check_tensor("A", A, ndim=2), check_tensor("X", X, ndim=2), check_tensor("Y", Y, ndim=2)
+    check_tensor("A", A, ndim=2, dtype="real"), check_tensor("X", X, ndim=2, dtype="real")
+    check_tensor("Y", Y, ndim=2, dtype="real")
     if X.shape[1] != A.shape[1]:
         raise ValueError(f"X must have rows of length {A.shape[1]} (the columns of A, shape {tuple(A.shape)}), "
                          f"got X of shape {tuple(X.shape)}")
     if tuple(Y.shape) != (X.shape[0], A.shape[0]):
         raise ValueError(f"Y must have shape ({X.shape[0]}, {A.shape[0]}) (one row A X_n per row of X), "
                          f"got {tuple(Y.shape)}")
+    dt = _compute_dtype(A, X, Y)  # one float dtype (integers exact, half precisions in float32)
+    A, X, Y = A.to(dt), X.to(dt), Y.to(dt)
     out = []
-    At = A.T.to(X.dtype)
+    At = A.T
     for s in range(0, X.shape[0], chunk):
         x, y = X[s:s + chunk], Y[s:s + chunk]
         out.append(torch.addmm(y, x, At, alpha=-1).norm(dim=1) / x.norm(dim=1).clamp_min(1e-12))
     return torch.cat(out) if out else X.new_zeros(0)
+
+
+def _compute_dtype(*tensors: Tensor) -> torch.dtype:
+    """The float dtype to compute in: the promoted dtype of ``tensors``, float32 at least
+    (integers are cast exactly, float16 / bfloat16 have no CPU lstsq or QR)."""
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = torch.promote_types(dt, t.dtype)
+    return torch.float64 if dt == torch.float64 else torch.float32
 
 
 def _solve_normal(X: Tensor, Y: Tensor, ridge: float, rcond: float) -> Tensor:
@@ -173,6 +185,8 @@ def fit_linear_action(
     if n_fit < 1 or (fit_fraction < 1 and n_fit >= N):
         raise ValueError(f"features must have enough rows (samples) to split with fit_fraction={fit_fraction}, "
                          f"got {N} rows")
+    dt = _compute_dtype(X, Y)
+    X, Y = X.detach().to(dt), Y.detach().to(dt)  # a measurement: no graph through the fit
     if solver is None:
         solver = "gelsd" if (X.device.type == "cpu" and ridge == 0) else "normal"
     if solver not in ("gelsd", "normal"):
@@ -184,7 +198,7 @@ def fit_linear_action(
         At = torch.linalg.lstsq(Xf, Yf, driver="gelsd").solution
     else:
         At = _solve_normal(Xf, Yf, ridge, rcond)
-    A = At.T.to(X.dtype).contiguous()
+    A = At.T.to(dt).contiguous()
     fit_err = relative_errors(A, Xf, Yf)
     if fit_fraction < 1:
         errors = relative_errors(A, X[n_fit:], Y[n_fit:])
@@ -228,8 +242,8 @@ def row_space_factor(M: Tensor) -> Tensor:
     Rᵀ (σ² I_r) R = σ² Rᵀ QᵀQ R = σ² (QR)ᵀ(QR) = σ² M Mᵀ), whatever the rank of M: nothing is
     inverted, so the argument needs no rank condition (e.g. M = [W; P W] of a planted
     equivariant layer, rank d < 2d). Independent rows z give independent rows u. Computed in
-    M's dtype (Householder QR is backward stable: RᵀR = M Mᵀ up to the rounding of a matmul
-    in that dtype); only R is formed, not Q.
+    M's dtype (float32 for float16 / bfloat16, which have no QR; Householder QR is backward
+    stable: RᵀR = M Mᵀ up to the rounding of a matmul in that dtype); only R is formed, not Q.
 
     Use in :func:`paired_features`: with M = [W; W ρ(g)], f(y) = σ(u₁ + b) and
     f(g·y) = σ(W ρ(g) y + b) = σ(u₂ + b) are functions of u = (u₁, u₂) = M y (deeper layers
@@ -244,7 +258,7 @@ def row_space_factor(M: Tensor) -> Tensor:
     check_tensor("M", M, dtypes="float", finite=True, nonempty=True)
     if M.ndim != 2:
         raise ValueError(f"M must be a matrix (m, D), got shape {tuple(M.shape)}")
-    return torch.linalg.qr(M.T, mode="r").R
+    return torch.linalg.qr(M.T.to(_compute_dtype(M)), mode="r").R
 
 
 def paired_features(
@@ -311,6 +325,8 @@ def paired_features(
         gen = torch.Generator(device=device).manual_seed(int(seed))
     else:
         check_tensor("samples", samples, dtypes="float", nonempty=True, finite=True)
+        if samples.ndim == 0:
+            raise ValueError("samples must be a number of samples or a batch (N, ...) of inputs, got a 0-d tensor")
         N = samples.shape[0]
     with torch.no_grad():
         adjoint = (_adjoint_first_layer(model_prefix, act, g, shape)

@@ -99,8 +99,10 @@ class MonomialAction(Action):
     """
 
     def __init__(self, group: FiniteGroup, perm: Tensor, scales: Tensor):
-        if not isinstance(perm, Tensor) or not isinstance(scales, Tensor):
-            raise TypeError(f"perm and scales must be tensors, got {type(perm).__name__}, {type(scales).__name__}")
+        check_tensor("perm", perm, dtype="integer")  # data (not meta), integer indices
+        check_tensor("scales", scales, dtype="real", device=perm.device)
+        if not scales.is_floating_point():
+            scales = scales.to(torch.get_default_dtype())
         if perm.shape != scales.shape or perm.ndim != 2 or perm.shape[0] != group.order:
             raise ValueError(f"need perm and scales of shape ({group.order}, d), got {tuple(perm.shape)}, "
                              f"{tuple(scales.shape)}")
@@ -120,18 +122,27 @@ class MonomialAction(Action):
         return SymmetryElement.unchecked(self.perm[i], self.scales[i])
 
     def act(self, g: GroupElement, x: Tensor) -> Tensor:
-        return self.element(g).act(x)
+        return self.element(g).act(self._vectors(x))
 
     def act_transpose(self, g: GroupElement, x: Tensor) -> Tensor:
         # k(g) has entries [j, perm_j] = scale_j: (k(g)ᵀ x)_{perm_j} = scale_j x_j
         i = self._check(g)
-        if x.ndim == 0 or x.shape[-1] != self.dim:
-            raise ValueError(f"x must have shape (..., {self.dim}), got {tuple(x.shape)}")
+        x = self._vectors(x)
         q = torch.argsort(self.perm[i]).to(x.device)
         return x[..., q] * self.scales[i][q].to(device=x.device, dtype=x.dtype)
 
     def matrix(self, g: GroupElement) -> Tensor:
         return self.element(g).matrix()
+
+    def _vectors(self, x: Tensor) -> Tensor:
+        """x: a real tensor (..., d) with data (integers and bools cast to the default float
+        dtype, never applied in integer arithmetic; complex refused)."""
+        check_tensor("x", x)
+        if x.is_complex():
+            raise TypeError(f"x must be a real tensor, got {x.dtype}")
+        if x.ndim == 0 or x.shape[-1] != self.dim:
+            raise ValueError(f"x must have shape (..., {self.dim}), got {tuple(x.shape)}")
+        return x if x.is_floating_point() else x.to(torch.get_default_dtype())
 
     def is_signed_permutation(self, tol: float = 1e-5) -> bool:
         return bool(((self.scales.abs() - 1).abs() <= tol).all())
@@ -141,11 +152,19 @@ class _DenseAction(Action):
     """Action given by stacked matrices, without the homomorphism check of MatrixAction."""
 
     def __init__(self, group: FiniteGroup, matrices: Tensor):
+        check_tensor("matrices", matrices, ndim=3, dtype="real")
+        if matrices.shape[0] != group.order or matrices.shape[1] != matrices.shape[2]:
+            raise ValueError(f"matrices must have shape ({group.order}, d, d) (one square matrix per element of "
+                             f"{group.name}), got {tuple(matrices.shape)}")
+        if not matrices.is_floating_point():
+            matrices = matrices.to(torch.get_default_dtype())
         self.group, self._m = group, matrices
         self.dim = matrices.shape[1]
         self.shape = (self.dim,)
 
     def act(self, g: GroupElement, x: Tensor) -> Tensor:
+        check_tensor("x", x, dtype="real")
+        x = x if x.is_floating_point() else x.to(self._m.dtype)  # never in integer arithmetic
         return x @ self._m[self._check(g)].to(device=x.device, dtype=x.dtype).T
 
     def matrix(self, g: GroupElement) -> Tensor:
@@ -193,7 +212,10 @@ def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x
     if len(hidden) != model.depth - 1:
         raise ValueError(f"hidden must hold {model.depth - 1} action(s) (one per hidden layer of this depth-"
                          f"{model.depth} model), got {len(hidden)}")
-    check_tensor("x", x, dtype="float")
+    check_tensor("x", x, dtype="float", nonempty=True)
+    if x.ndim == 0:
+        raise ValueError("x must be a batch of probe inputs (N, d_0), got a 0-d tensor")
+    x = model.check_input(x) if hasattr(model, "check_input") else x  # the model's dtype and device
     ks = [rho_in, *hidden, rho_out]
     G = rho_in.group
     out = np.zeros((model.depth, G.order))

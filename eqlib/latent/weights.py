@@ -45,7 +45,7 @@ from ..groups import GroupElement
 from ..models.activation import activation_record
 from ..models.mlp import Dense
 from ..symmetries import SymmetryElement, SymmetryGroup
-from ..validation import check_bool, check_float
+from ..validation import check_bool, check_float, check_tensor
 from .result import MonomialAction, dense_action
 from .units import match_units
 
@@ -130,7 +130,8 @@ def right_multiply(W: Tensor, k: SymmetryElement | Tensor) -> Tensor:
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
-    return W @ k.to(W) if isinstance(k, Tensor) else k.right(W)
+    W = _real("W", W)
+    return W @ _real("k", k).to(W) if isinstance(k, Tensor) else k.right(W)
 
 
 def left_multiply(k: SymmetryElement | Tensor, W: Tensor) -> Tensor:
@@ -138,7 +139,17 @@ def left_multiply(k: SymmetryElement | Tensor, W: Tensor) -> Tensor:
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
-    return k.to(W) @ W if isinstance(k, Tensor) else k.left(W)
+    W = _real("W", W)
+    return _real("k", k).to(W) @ W if isinstance(k, Tensor) else k.left(W)
+
+
+def _real(name: str, x: Tensor) -> Tensor:
+    """A real tensor with data (the tensor gate), integers and bools cast to the default
+    float dtype: a symmetry is never applied in integer arithmetic; complex is refused."""
+    check_tensor(name, x)
+    if x.is_complex():
+        raise TypeError(f"{name} must be a real tensor, got {x.dtype}")
+    return x if x.is_floating_point() else x.to(torch.get_default_dtype())
 
 
 def _with_bias(layer: Dense, W: Tensor) -> Tensor:
@@ -245,7 +256,12 @@ def lift_action(action: Action, alpha: Tensor, alpha_star: Tensor) -> Action:
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
+    check_tensor("alpha", alpha, ndim=2, dtype="real", finite=True)
+    check_tensor("alpha_star", alpha_star, ndim=2, dtype="real", finite=True)
     d, dt = alpha.shape
+    if dt != action.dim or tuple(alpha_star.shape) != (dt, d):
+        raise ValueError(f"alpha must have shape (d, {action.dim}) and alpha_star ({action.dim}, d) for an action on "
+                         f"R^{action.dim}, got {tuple(alpha.shape)} and {tuple(alpha_star.shape)}")
     alpha, alpha_star = alpha.float(), alpha_star.float()
     G = action.group
     is_inclusion = (bool(((alpha == 0) | (alpha == 1)).all()) and bool((alpha.sum(0) == 1).all())

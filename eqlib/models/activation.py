@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..validation import check_tensor
+
 __all__ = ["Activation", "ACTIVATION_RECORDS", "activation_record"]
 
 
@@ -53,10 +55,18 @@ class Activation:
         return self.name == "identity"
 
     def apply_(self, z: torch.Tensor) -> torch.Tensor:
-        """σ(z) written into z (in place where torch can, else by a copy)."""
+        """σ(z) written into z (in place where torch can, else by a copy); z must be a
+        floating-point tensor (σ of an integer is not an integer: TypeError)."""
+        if not (type(z) is torch.Tensor and z.is_floating_point()):
+            check_tensor("z", z, dtype="float")
         return self.in_place(z) if self.in_place is not None else z.copy_(self.fn(z))
 
     def __call__(self, z: torch.Tensor) -> torch.Tensor:
+        """σ(z); an integer z is cast to the default float dtype, bool / complex z and
+        non-tensors are refused (TypeError naming z). A float tensor costs one check."""
+        if not (type(z) is torch.Tensor and z.is_floating_point()):
+            check_tensor("z", z, dtype="real")
+            z = z if z.is_floating_point() else z.to(torch.get_default_dtype())
         return self.fn(z)
 
 

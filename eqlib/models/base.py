@@ -25,6 +25,27 @@ class Layer(nn.Module):
     in_shape: tuple[int, ...]
     out_shape: tuple[int, ...]
 
+    def _input(self, x: torch.Tensor, param: torch.Tensor, trailing: tuple[int | None, ...] | None = None,
+               ndim: tuple[int, ...] | None = None, name: str = "x") -> torch.Tensor:
+        """The layer's input gate: ``x`` must be a floating-point tensor (TypeError naming
+        ``name``: a list, an array, an integer, bool or complex tensor is refused, never
+        truncated) holding data (not ``meta``) on ``param``'s device, whose last dimensions
+        are ``trailing`` (default ``in_shape``; None: any size) and, if given, whose number
+        of dimensions is in ``ndim`` (ValueError). Another float precision is cast to
+        ``param``'s dtype. The usual input (right dtype and device) costs a few comparisons
+        and no copy."""
+        trailing = self.in_shape if trailing is None else trailing
+        if type(x) is torch.Tensor and x.dtype == param.dtype and x.device == param.device:
+            shape = x.shape
+            if (ndim is None or len(shape) in ndim) and _trailing_ok(shape, trailing):
+                return x  # the fast path of every forward pass
+        check_tensor(name, x, dtype="float", device=param.device)
+        if (ndim is not None and x.ndim not in ndim) or not _trailing_ok(x.shape, trailing):
+            want = ", ".join("*" if t is None else str(t) for t in trailing)
+            lead = "N, " if ndim is None or max(ndim) > len(trailing) else ""
+            raise ValueError(f"{name} must have shape ({lead}{want}), got {tuple(x.shape)}")
+        return x.to(param.dtype)
+
     @property
     def in_dim(self) -> int:
         return int(torch.Size(self.in_shape).numel())
@@ -32,6 +53,17 @@ class Layer(nn.Module):
     @property
     def out_dim(self) -> int:
         return int(torch.Size(self.out_shape).numel())
+
+
+def _trailing_ok(shape: torch.Size, trailing: tuple[int | None, ...]) -> bool:
+    """The last ``len(trailing)`` sizes of ``shape`` are ``trailing`` (None: any size)."""
+    k = len(trailing)
+    if len(shape) < k:
+        return False
+    for have, want in zip(shape[len(shape) - k:], trailing):
+        if want is not None and have != want:
+            return False
+    return True
 
 
 class Model(nn.Module):

@@ -75,13 +75,14 @@ class ConvLayer(Layer):
         self.in_shape, self.out_shape = (in_channels, size, size), (out_channels, out_size, out_size)
 
     def preactivation(self, x: torch.Tensor) -> torch.Tensor:
-        """BN(conv(x)) (or conv(x) without BatchNorm): the input of the ReLU, (N, C_out, H, W)."""
-        z = self.conv(x)
+        """BN(conv(x)) (or conv(x) without BatchNorm): the input of the ReLU, (N, C_out, H, W).
+        ``x``: a float batch (N, C_in, H, W), cast to the weights' dtype."""
+        z = self.conv(self._input(x, self.conv.weight, (self.in_shape[0], None, None), (4,)))
         return self.bn(z) if self.bn is not None else z
 
     def activate(self, z: torch.Tensor) -> torch.Tensor:
-        """pool(ReLU(z))."""
-        h = F.relu(z)
+        """pool(ReLU(z)) (``z``: a float batch (N, C_out, H, W), cast to the weights' dtype)."""
+        h = F.relu(self._input(z, self.conv.weight, (self.out_shape[0], None, None), (4,), name="z"))
         return F.max_pool2d(h, 2) if self.pool else h
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -103,6 +104,7 @@ class PoolHead(Layer):
         self.in_shape, self.out_shape = (channels, size, size), (num_classes,)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self._input(x, self.linear.weight, (self.in_shape[0], None, None), (3, 4))
         return self.linear(x.mean(dim=(-2, -1)))
 
 
@@ -190,6 +192,7 @@ class VGG(Model):
 
     def preactivations(self, x: torch.Tensor) -> list[torch.Tensor]:
         """The ReLU inputs BN(conv(·)) of every conv layer on a batch x: list of (N, C_i, H_i, W_i)."""
+        x = self.check_input(x)
         out = []
         for layer in self.layers[:-1]:
             z = layer.preactivation(x)

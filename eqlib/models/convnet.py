@@ -60,6 +60,8 @@ class SameConv(Layer):
         self.in_shape, self.out_shape = (in_channels, size, size), (out_channels, size, size)
 
     def preactivation(self, x: torch.Tensor) -> torch.Tensor:
+        """conv(x; W) + b (``x``: a float (N, C_in, H, W) or (C_in, H, W), cast to W's dtype)."""
+        x = self._input(x, self.weight, (self.in_shape[0], None, None), (3, 4))
         return F.conv2d(x, self.weight, self.bias, padding=self.weight.shape[-1] // 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

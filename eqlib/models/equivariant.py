@@ -20,8 +20,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
-from ..actions import (Action, DirectSum, PermutationAction, _check_pair, equivariant_basis,
-                       trivial)
+from ..actions import Action, DirectSum, PermutationAction, equivariant_basis, trivial
+from ..actions.intertwiners import _check_pair
 from ..validation import check_bool, check_tensor, show
 from .base import Layer
 from .activation import activation_record
@@ -39,7 +39,11 @@ class IntertwinerProjection(nn.Module):
 
     def __init__(self, basis: torch.Tensor):
         super().__init__()
-        self.register_buffer("basis", basis.detach().clone())  # (k, d_out, d_in)
+        # a real (k, d_out, d_in) tensor with data; integer entries are cast to the default
+        # float dtype (exact), bool / complex / meta / non-tensors are refused
+        check_tensor("basis", basis, ndim=3, dtype="real", finite=True)
+        basis = basis.detach() if basis.is_floating_point() else basis.to(torch.get_default_dtype())
+        self.register_buffer("basis", basis.clone())  # (k, d_out, d_in)
 
     def forward(self, W: torch.Tensor) -> torch.Tensor:
         W = self._check(W)
@@ -140,11 +144,12 @@ class EquivariantDense(Layer):
         return out
 
     def preactivation(self, x: torch.Tensor) -> torch.Tensor:
-        """W x + b."""
+        """W x + b (``x``: a float tensor (..., in_dim), cast to the weights' dtype)."""
+        x = self._input(x, self.parametrizations.weight.original)
         return F.linear(x, self.weight, None if self.bias is None else self.bias[:, 0])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() > 2 and x.shape[-1] != self.in_dim:  # images (N, C, H, W) → (N, CHW)
+        if isinstance(x, torch.Tensor) and x.dim() > 2 and x.shape[-1] != self.in_dim:  # (N, C, H, W) → (N, CHW)
             x = x.flatten(1)
         return ACTIVATIONS[self.activation](self.preactivation(x))
 

@@ -86,8 +86,8 @@ class Dense(Layer):
         return activation_record(self.activation)
 
     def preactivation(self, x: torch.Tensor) -> torch.Tensor:
-        """W x + b."""
-        return F.linear(x, self.weight, self.bias)
+        """W x + b (``x``: a float tensor (..., in_dim), cast to the weights' dtype)."""
+        return F.linear(self._input(x, self.weight), self.weight, self.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.sigma.fn(self.preactivation(x))
@@ -110,6 +110,7 @@ class FlatModel(Model):
         return super().forward(x)
 
     def latents(self, x: torch.Tensor, upto: int | None = None) -> list[torch.Tensor]:
+        x = self.check_input(x)
         if x.dim() > 2:
             x = x.flatten(1)
         return super().latents(x, upto)

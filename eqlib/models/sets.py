@@ -37,14 +37,18 @@ __all__ = ["DeepSetsLayer", "pair_swap_parameters", "GraphLayer", "cycle_graph",
 Tensor = torch.Tensor
 
 
-def _gate(layer: Layer, x: Tensor, param: Tensor) -> Tensor:
-    """A layer's input: a float tensor (..., *in_shape) with data on the parameters' device,
-    cast to their dtype (float64 inputs work; integers are refused, never truncated)."""
-    check_tensor("x", x, dtype="float", device=param.device)
-    k = len(layer.in_shape)
-    if tuple(x.shape[max(0, x.ndim - k):]) != tuple(layer.in_shape):
-        raise ValueError(f"x must have shape (N, {', '.join(map(str, layer.in_shape))}), got {tuple(x.shape)}")
-    return x.to(param.dtype)
+def _adjacency(adjacency) -> Tensor:
+    """The adjacency matrix (array-like: tensor, array or nested lists of real numbers or
+    bools) as a float tensor; complex values, meta tensors and non-numbers are refused."""
+    try:
+        A = adjacency if isinstance(adjacency, torch.Tensor) else torch.as_tensor(adjacency)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise TypeError(f"adjacency must be a matrix of numbers (tensor, array or nested lists), got "
+                        f"{type(adjacency).__name__} ({exc})") from None
+    check_tensor("adjacency", A)
+    if A.is_complex():
+        raise TypeError(f"adjacency must be real, got {A.dtype}")
+    return A.to(torch.get_default_dtype())
 
 
 def _check_activation(activation: str) -> None:
@@ -78,7 +82,7 @@ class DeepSetsLayer(Layer):
 
     def preactivation(self, x: Tensor) -> Tensor:
         """X Λ + mean(X) Γ + b, shape (N, n, d_out)."""
-        x = _gate(self, x, self.Lam)
+        x = self._input(x, self.Lam)
         return x @ self.Lam + x.mean(dim=-2, keepdim=True) @ self.Gam + self.bias
 
     def forward(self, x: Tensor) -> Tensor:
@@ -119,7 +123,7 @@ class GraphLayer(Layer):
                  seed: int | torch.Generator = 0):
         super().__init__()
         _check_activation(activation)
-        A = torch.as_tensor(adjacency, dtype=torch.get_default_dtype())
+        A = _adjacency(adjacency)
         if A.dim() != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
             raise ValueError(f"adjacency must be a square non-empty matrix, got shape {tuple(A.shape)}")
         check_finite("adjacency", A)
@@ -135,7 +139,7 @@ class GraphLayer(Layer):
 
     def preactivation(self, x: Tensor) -> Tensor:
         """X W_self + A X W_nbr + b, shape (N, n, d_out)."""
-        x = _gate(self, x, self.W_self)
+        x = self._input(x, self.W_self)
         return x @ self.W_self + self.adjacency @ x @ self.W_nbr + self.bias
 
     def forward(self, x: Tensor) -> Tensor:
@@ -274,7 +278,7 @@ class ResidualBlock(Layer):
 
     def inner(self, x: Tensor) -> Tensor:
         """The inner layer σ(W_1 x + b_1), shape (N, hidden)."""
-        x = _gate(self, x, self.W1)
+        x = self._input(x, self.W1)
         return ACTIVATIONS[self.activation](x @ self.W1.T + self.b1)
 
     def latent(self, x: Tensor) -> Tensor:
@@ -283,7 +287,7 @@ class ResidualBlock(Layer):
         return torch.cat([x, self.inner(x)], dim=-1)
 
     def forward(self, x: Tensor) -> Tensor:
-        x = _gate(self, x, self.W1)
+        x = self._input(x, self.W1)
         return x + self.inner(x) @ self.W2.T
 
 

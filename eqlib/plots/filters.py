@@ -11,6 +11,7 @@ import torch
 
 from ..analysis.filters import CATEGORIES, PAIRED
 from ..images import mirror_images
+from ..validation import check_tensor
 
 __all__ = ["CATEGORY_COLORS", "filter_image", "plot_filters", "plot_filter_partners", "plot_attention_heads"]
 
@@ -23,6 +24,9 @@ def filter_image(w: torch.Tensor) -> np.ndarray:
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
+    check_tensor("w", w, dtype="real", finite=True)  # data (not meta), not complex
+    if w.numel() != 3 * 32 * 32:
+        raise ValueError(f"w must be a filter (3072,) or (3, 32, 32), got shape {tuple(w.shape)}")
     w = w.detach().float().cpu().reshape(3, 32, 32)
     scale = float(w.abs().max()) or 1.0
     return (w / (2 * scale) + 0.5).permute(1, 2, 0).clamp(0, 1).numpy()

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..validation import check_tensor
+
 __all__ = ["barrier_table_figure", "interpolation_figure", "filter_pairs_figure", "filter_image"]
 
 
@@ -77,6 +79,9 @@ def interpolation_figure(self_flip: Mapping[str, Any], pair: Mapping[str, Any] |
 
 def filter_image(w: torch.Tensor) -> np.ndarray:
     """A (3, k, k) RGB filter as a (k, k, 3) image in [0, 1] (min–max scaled)."""
+    check_tensor("w", w, ndim=3, dtype="real", finite=True, nonempty=True)  # data (not meta), not complex
+    if w.shape[0] != 3:
+        raise ValueError(f"w must be an RGB filter (3, k, k), got shape {tuple(w.shape)}")
     w = w.detach().float().cpu()
     w = (w - w.min()) / (w.max() - w.min()).clamp_min(1e-12)
     return w.permute(1, 2, 0).numpy()

@@ -1,7 +1,7 @@
 """FROZEN copy of eqlib/train.py and of the filter search's loop (filter_search._search_run's
 training part) as they were before the one-loop trainer (issue 24, item 2), for
 tests/unit/test_train_equivalence.py only. Do not edit: it is the reference the new loop must
-reproduce. Imports are absolute, with fallbacks for helpers that move between modules.
+reproduce. Imports are absolute; the image helpers come from eqlib.images, where they now live.
 """
 from __future__ import annotations
 
@@ -21,19 +21,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from eqlib.actions import Action, PermutationAction, equivariance_residual
-
-try:  # image helpers move to eqlib.images (issue 24, item 1)
-    from eqlib.images import MIRROR_AXES
-    from eqlib.images import mirror as mirror_action
-    from eqlib.images import mirror_images as _mirror_images
-except ImportError:
-    from eqlib.actions import MIRROR_AXES
-    from eqlib.actions import mirror as mirror_action
-    from eqlib.actions import mirror_images as _mirror_images
-try:
-    from eqlib.images import CIFAR10_MEAN, CIFAR10_STD, normalize
-except ImportError:
-    from eqlib.data import CIFAR10_MEAN, CIFAR10_STD, normalize
+from eqlib.images import CIFAR10_MEAN, CIFAR10_STD, MIRROR_AXES, normalize
+from eqlib.images import mirror as mirror_action
+from eqlib.images import mirror_images as _mirror_images
 from eqlib.device import default_device
 from eqlib.io import (CACHE_WRITE_ERRORS, CorruptFileError, cache_dir, config_hash, content_hash, load_torch, save_torch,
                  warn_once)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import re
+import types
 from pathlib import Path
 
 import matplotlib
@@ -49,9 +50,10 @@ def test_help_explains_names_and_hides_the_legacy_budget(module, capsys):
         assert "Identifiable Equivariant Networks are Layerwise" in text and "2026" in text
     else:
         assert "Bökman & Kahl" in text and "2023" in text and "Investigating how ReLU-networks" in text
-    assert "{laptop,full}" in text and "ci," not in text.split("options:")[0]
+    names = ("laptop", "full") if module is E else ("laptop", "medium", "full")  # what each declares
+    assert "{" + ",".join(names) + "}" in text and "ci," not in text.split("options:")[0]
     assert re.search(r"\bci\b.*old name of laptop", text.split("budgets (")[1]), "say what ci is"
-    for budget in ("laptop", "full"):
+    for budget in names:
         assert re.search(rf"^  {budget}  ", text, re.M), f"no line for the {budget} budget"
 
 
@@ -258,7 +260,9 @@ def tiny_gcnn(monkeypatch):
         return {"device": "cpu", "cells": cells, "claims": {"a": True, "b": False}, "seconds": 0.5,
                 "from_cache": False}
 
-    monkeypatch.setattr(gb, "load_merge_data", lambda *a, **k: (None, None))
+    # main hands the test split to train_networks (the per-epoch log's test accuracy)
+    test_split = types.SimpleNamespace(test_images=None, test_labels=None)
+    monkeypatch.setattr(gb, "load_merge_data", lambda *a, **k: (None, test_split))
     monkeypatch.setattr(gb, "train_networks", lambda *a, **k: {})
     monkeypatch.setattr(gb, "run_experiment", run_experiment)
     return calls
@@ -419,3 +423,18 @@ class _S:
 
 
 _BUDGETS = {"laptop": _S(), "full": _S(name="full")}
+
+
+def test_the_budget_flag_lists_and_accepts_what_the_experiment_declares(tmp_path, capsys):
+    """--budget lists the experiment's budgets (gcnn_barrier declares medium, cifar_mlp does not)
+    and refuses the others at the flag, naming the choices."""
+    parser = P.build_parser("python -m eqlib.experiments.demo", "demo", budgets=("full", "medium", "laptop"))
+    assert "{laptop,medium,full}" in parser.format_help() and "medium (a CPU record" in parser.format_help()
+    assert parser.parse_args(["--budget", "medium"]).budget == "medium"
+    narrow = P.build_parser("python -m eqlib.experiments.demo", "demo")
+    with pytest.raises(SystemExit):
+        narrow.parse_args(["--budget", "medium"])
+    assert "choose one of laptop, full" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="budgets must be names"):
+        P.build_parser("python -m eqlib.experiments.demo", "demo", budgets=("huge",))
+    assert set(gb.BUDGETS) == {"laptop", "medium", "full"}

@@ -151,7 +151,7 @@ def test_official_layout_preferred_over_image_folder(tmp_path):
 
 def test_parallel_decoding_matches_serial(tmp_path, monkeypatch):
     expected = write_image_folder(tmp_path, per_class=3)
-    monkeypatch.setattr(data, "_PARALLEL_MIN", 1)
+    monkeypatch.setattr(data.decode, "_PARALLEL_MIN", 1)
     ds = load_cifar10("train", root=tmp_path, workers=2, cache=False)
     assert_close(ds.images, torch.from_numpy(expected["train"]))
 
@@ -332,7 +332,7 @@ def test_cache_hit_does_not_decode(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("decoded although the cache should have been used")
 
-    monkeypatch.setattr(data, "_decode", fail)
+    monkeypatch.setattr(data.decode, "_decode", fail)
     ds = load_cifar10("test", root=tmp_path / "d")
     assert_close(ds.images, torch.from_numpy(expected["test"]))
 
@@ -369,7 +369,7 @@ def test_corrupt_cache_is_detected_deleted_and_rebuilt(tmp_path):
 
 def test_interrupted_cache_write_leaves_no_file(tmp_path, monkeypatch):
     write_image_folder(tmp_path / "d")
-    real_write = data._write_cache_file
+    real_write = data.cache._write_cache_file
 
     def interrupted(f, x, y):
         buffer = io.BytesIO()
@@ -377,7 +377,7 @@ def test_interrupted_cache_write_leaves_no_file(tmp_path, monkeypatch):
         f.write(buffer.getvalue()[: len(buffer.getvalue()) // 2])
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(data, "_write_cache_file", interrupted)
+    monkeypatch.setattr(data.cache, "_write_cache_file", interrupted)
     with pytest.raises(KeyboardInterrupt):
         load_cifar10("test", root=tmp_path / "d")
     assert list((tmp_path / "cache" / "data").iterdir()) == []  # neither cache nor temp file
@@ -394,8 +394,8 @@ def test_download_checks_md5_and_is_never_default(tmp_path, monkeypatch):
     write_batches(tmp_path / "src" / "cifar-10-batches-py")
     archive = tar_folder(tmp_path / "src" / "cifar-10-batches-py", tmp_path / "fake.tar.gz", "cifar-10-batches-py")
     md5 = hashlib.md5(archive.read_bytes()).hexdigest()
-    monkeypatch.setattr(data, "URL", archive.as_uri())
-    monkeypatch.setattr(data, "MD5", md5)
+    monkeypatch.setattr(data.download, "URL", archive.as_uri())
+    monkeypatch.setattr(data.download, "MD5", md5)
     (tmp_path / "dl").mkdir()
     with pytest.raises(DataNotFoundError):
         load_cifar10("test", root=tmp_path / "dl")  # download=False: nothing fetched
@@ -419,11 +419,11 @@ def test_real_archive_first_members_decode():
     if not src.kind.endswith("tar"):
         pytest.skip(f"the real data is not an archive ({src.kind})")
     items = []
-    for name, blob in data._iter_archive(src.path, lambda n: n.lower().endswith((".jpg", ".png"))):
+    for name, blob in data.archive._iter_archive(src.path, lambda n: n.lower().endswith((".jpg", ".png"))):
         items.append((name, blob))
         if len(items) == 5:
             break
-    x = data._decode(items)
+    x = data.decode._decode(items)
     assert x.shape == (5, 32, 32, 3) and x.dtype == np.uint8 and x.std() > 10
 
 
@@ -490,7 +490,7 @@ def test_equal_but_unofficial_counts_warn_once(tmp_path):
 
 def test_official_counts_pass_silently(tmp_path, monkeypatch, recwarn):
     write_image_folder(tmp_path / "d", per_class=2)
-    monkeypatch.setitem(data._OFFICIAL_PER_CLASS, "test", 2)
+    monkeypatch.setitem(data.cifar._OFFICIAL_PER_CLASS, "test", 2)
     assert len(load_cifar10("test", root=tmp_path / "d")) == 20
     assert not [w for w in recwarn if "official" in str(w.message)]
 

@@ -18,8 +18,10 @@ from eqlib.matching import apply_permutation, invert_permutation, match_activati
     vgg_permutation_spec
 from eqlib.models import MLP
 from eqlib.models.cnn import VGG, MirrorGCNN, mirror_invariance_error, warm_batchnorm
-from eqlib.train import TrainConfig, cached_train, train
+from eqlib.train import TrainConfig, cached_train, image_preset, train
 
+#: the CIFAR-10 preset (mirror symmetry, normalisation) of the image runs here
+IMG = image_preset()
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
@@ -69,8 +71,8 @@ def test_training_on_device_is_seeded_resumable_and_cached(device, tmp_path):
     cfg = TrainConfig(task="classify", epochs=4, batch_size=32, lr=3e-3, augment_mirror=True,
                       penalty="invariance", penalty_weight=1.0, penalty_start=0.5, penalty_ramp=0.25)
     build = lambda: MLP([3072, 32, 3], activations="tanh", seed=0)  # noqa: E731
-    r1 = train(build(), images, labels, cfg, device=device, progress=False)
-    r2 = train(build(), images, labels, cfg, device=device, progress=False)
+    r1 = train(build(), (images, labels), cfg, device=device, progress=False, **IMG)
+    r2 = train(build(), (images, labels), cfg, device=device, progress=False, **IMG)
     assert next(r1.model.parameters()).device.type == torch.device(device).type
     for a, b in zip(r1.model.state_dict().values(), r2.model.state_dict().values()):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
@@ -85,16 +87,17 @@ def test_training_on_device_is_seeded_resumable_and_cached(device, tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        train(build(), images, labels, cfg, device=device, progress=False, checkpoints=ckpt, callback=stop)
+        train(build(), (images, labels), cfg, device=device, progress=False, checkpoints=ckpt,
+              hooks={"after_epoch": stop}, **IMG)
     assert torch.load(ckpt, weights_only=True)["epoch"] == 2
-    resumed = train(build(), images, labels, cfg, device=device, progress=False, checkpoints=ckpt)
+    resumed = train(build(), (images, labels), cfg, device=device, progress=False, checkpoints=ckpt, **IMG)
     assert resumed.history["task_loss"] == pytest.approx(r1.history["task_loss"], rel=1e-6)
     for a, b in zip(r1.model.state_dict().values(), resumed.model.state_dict().values()):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
 
     # the cache hands back CPU weights, whatever device trained them
-    c1 = cached_train(build, cfg, (images, labels), device=device, progress=False)
-    c2 = cached_train(build, cfg, (images, labels), device="cpu", progress=False)
+    c1 = cached_train(build, cfg, (images, labels), device=device, progress=False, **IMG)
+    c2 = cached_train(build, cfg, (images, labels), device="cpu", progress=False, **IMG)
     assert c2.from_cache and next(c2.model.parameters()).device.type == "cpu"
     for a, b in zip(c1.model.state_dict().values(), c2.model.state_dict().values()):
         assert torch.equal(a, b)

@@ -141,8 +141,8 @@ def fresh(monkeypatch, tmp_path, server, archive):
     monkeypatch.delenv("EQLIB_DATA", raising=False)
     monkeypatch.delenv("EQLIB_DOWNLOAD", raising=False)
     monkeypatch.setenv("EQLIB_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(D, "URL", f"{server}/good")
-    monkeypatch.setattr(D, "MD5", hashlib.md5(archive).hexdigest())
+    monkeypatch.setattr(D.download, "URL", f"{server}/good")
+    monkeypatch.setattr(D.download, "MD5", hashlib.md5(archive).hexdigest())
     return tmp_path / "cache" / "data" / "downloads"
 
 
@@ -224,7 +224,7 @@ def test_the_official_archive_is_checked_by_sha256_too(server, archive, tmp_path
     with pytest.raises(D.CorruptDataError, match="SHA-256"):
         D.download_cifar10(tmp_path, url=f"{server}/good", md5=md5, sha256="0" * 64,
                            progress=False)
-    monkeypatch.setattr(D, "_OFFICIAL_MD5", md5)  # as if this were the official archive
+    monkeypatch.setattr(D.download, "_OFFICIAL_MD5", md5)  # as if this were the official archive
     with pytest.raises(D.CorruptDataError, match=f"expected {D.SHA256}"):
         D.download_cifar10(tmp_path, url=f"{server}/good", md5=md5, progress=False)
     assert _leftovers(tmp_path) == []

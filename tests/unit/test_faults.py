@@ -338,12 +338,13 @@ def test_killed_data_cache_writer_beside_a_live_one(tmp_path):
     script = textwrap.dedent("""
         import sys, time
         from eqlib import data
+        from eqlib.data import cache
         def slow(f, x, y):
             f.write(b"partial" * 10_000)
             f.flush()
             print("writing", flush=True)
             time.sleep(60)
-        data._write_cache_file = slow
+        cache._write_cache_file = slow
         data.load_cifar10("test", root=sys.argv[1])
     """)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

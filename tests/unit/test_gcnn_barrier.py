@@ -343,3 +343,143 @@ def test_results_cache_key_is_the_content_of_networks_and_data():
     labels = (None, gb.MergeData(images[:2], images[2:], torch.tensor([1, 0, 0, 1])))
     assert gb._fingerprint({("plain", 1.0): [net]}, labels) != key  # same label sum
     assert gb._fingerprint({("plain", 1.0): [copy.deepcopy(net)]}, data) == key
+
+
+# --------------------------------------------------------------------------- the medium budget
+
+def test_medium_budget_is_vgg11_at_one_eighth_on_all_images():
+    b = gb.BUDGETS["medium"]
+    net = gb.build_network("plain", b.widths[0], 0, b)
+    assert net.channels == [8, 16, 32, 32, 64, 64, 64, 64]  # VGG11's layers at 1/8 width
+    assert (b.n_train, b.n_test, b.augment_crop, b.networks, b.variants) == (50000, 10000, 4, 3, gb.VARIANTS)
+    assert b.amp == "none" and not b.channels_last  # a CPU budget
+    for variant in gb.VARIANTS:  # the crops for every variant, the flips as the variants say
+        cfg = gb.train_config(variant, 0, b)
+        assert cfg.augment_crop == 4 and cfg.epochs == gb.MEDIUM_EPOCHS
+        assert cfg.augment_mirror == (variant in ("mirror", "invariance"))
+    assert gb.train_config("plain", 0, gb.BUDGETS["laptop"]).augment_crop == 0
+
+
+def test_random_crops_are_windows_of_the_zero_padded_images():
+    from eqlib.train import _random_crops
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(9, 3, 32, 32, generator=gen)
+    offsets = torch.randint(9, (9, 2), generator=gen)
+    offsets[0] = torch.tensor([4, 4])  # the centre: the image itself
+    offsets[1] = torch.tensor([0, 8])  # a corner: 4 black rows on top, 4 black columns on the right
+    y = _random_crops(x, offsets, 4)
+    padded = torch.nn.functional.pad(x, (4, 4, 4, 4))
+    for n, (dy, dx) in enumerate(offsets.tolist()):
+        assert torch.equal(y[n], padded[n, :, dy:dy + 32, dx:dx + 32])
+    assert torch.equal(y[0], x[0])
+    assert torch.all(y[1, :, :4] == 0) and torch.all(y[1, :, :, -4:] == 0)
+
+
+def test_crop_augmentation_is_seeded_and_keeps_old_cache_keys():
+    from eqlib.train import TrainConfig, image_preset, train
+    assert "augment_crop" not in TrainConfig().to_dict()  # runs without crops keep their cache keys
+    assert TrainConfig(augment_crop=4).to_dict()["augment_crop"] == 4
+    assert TrainConfig.from_dict(TrainConfig(augment_crop=2).to_dict()).augment_crop == 2
+    with pytest.raises(ValueError, match="augment_crop"):
+        TrainConfig(augment_crop=-1)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 256, (48, 3, 32, 32), generator=gen, dtype=torch.uint8)
+    y = torch.randint(0, 10, (48,), generator=gen)
+    cfg = TrainConfig(epochs=2, batch_size=16, augment_crop=4, augment_mirror=True, seed=3)
+    runs = [train(VGG(CFG, seed=0), (x, y), c, device="cpu", progress=False, **image_preset()).model.state_dict()
+            for c in (cfg, cfg, cfg.replace(augment_crop=0))]
+    assert all(torch.equal(runs[0][k], runs[1][k]) for k in runs[0])  # seeded
+    assert not all(torch.equal(runs[0][k], runs[2][k]) for k in runs[0])  # the crops act
+
+
+class _Killed(Exception):
+    """Stands for the process being killed (right after an epoch's checkpoint)."""
+
+
+def test_medium_training_resumes_after_a_kill_and_never_retrains(tmp_path, monkeypatch):
+    """A tiny medium-style budget on fake images: killed after epoch 2 of the first network,
+    the same call resumes it at epoch 3 (same weights as an uninterrupted run) and loads
+    finished networks from the cache instead of training them."""
+    b = gb.replace(gb.BUDGETS["medium"], config=(4, "M", 6, "M"), widths=(1.0,), variants=("plain", "gcnn"),
+                   seeds=(0, 1), n_train=64, epochs=3, batch_size=32)
+    gen = torch.Generator().manual_seed(0)
+    data = (torch.randint(0, 256, (64, 3, 32, 32), generator=gen, dtype=torch.uint8),
+            torch.randint(0, 10, (64,), generator=gen))
+    test = (data[0][:16], data[1][:16])
+
+    def run(cache, kill_at=None):
+        monkeypatch.setenv("EQLIB_CACHE", str(tmp_path / cache))
+        lines = []
+
+        def log(line):
+            lines.append(line)
+            if kill_at is not None and line.startswith(kill_at):
+                raise _Killed
+        try:
+            nets = gb.train_networks(b, data, device="cpu", log=log, test_data=test)
+        except _Killed:
+            nets = None
+        return nets, lines
+
+    reference, _ = run("a")
+    _, lines = run("b", kill_at="gcnn@1 seed 0: epoch 2/3")  # killed mid-way, in the 3rd network
+    assert lines[-1].startswith("gcnn@1 seed 0: epoch 2/3 in") and "test" in lines[-1]
+    nets, lines = run("b")
+    epochs = [line.split(": ")[1].split(" in")[0] for line in lines if ": epoch " in line]
+    assert [line for line in lines if "plain" in line] == [
+        "plain@1 seed 0: loaded from the cache", "plain@1 seed 1: loaded from the cache"]
+    assert epochs == ["epoch 3/3"] + ["epoch 1/3", "epoch 2/3", "epoch 3/3"]  # gcnn seed 0 resumed, seed 1 fresh
+    for key in reference:
+        for ref, net in zip(reference[key], nets[key]):
+            ref_state, state = ref.state_dict(), net.state_dict()
+            assert all(torch.equal(ref_state[k], state[k]) for k in ref_state), key
+    _, lines = run("b")  # everything finished: nothing is trained again
+    assert lines and all(line.endswith("loaded from the cache") for line in lines)
+
+
+def test_record_medium_script_runs_the_medium_budget_niced_logged_and_locked(tmp_path):
+    """benchmarks/record_medium.sh with a stub interpreter: the command (medium budget, every
+    variant and the default seeds 0,1,2, into book/part3/recorded), nice 19, the log, and a
+    second copy refused while one holds the lock."""
+    import fcntl
+    import os
+    import subprocess
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "record_medium.sh"
+    stub = tmp_path / "python-stub"
+    stub.write_text('#!/usr/bin/env bash\necho "niceness $(nice) args $*"\nexit "${STUB_RC:-0}"\n')
+    stub.chmod(0o755)
+    env = {**os.environ, "PYTHON": str(stub), "EQLIB_CACHE": str(tmp_path / "cache"),
+           "LOG": str(tmp_path / "log.txt")}
+    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    log = (tmp_path / "log.txt").read_text()
+    assert "niceness 19 args -m eqlib.experiments.gcnn_barrier --budget medium --device cpu" in log
+    assert "--parts barriers --no-progress --out book/part3/recorded" in log
+    assert "--seed" not in log and "--set" not in log  # the budget as declared: seeds 0,1,2, 4 variants
+    proc = subprocess.run(["bash", str(script)], env={**env, "STUB_RC": "3"}, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 3 and "exit 3" in (tmp_path / "log.txt").read_text()
+    with open(tmp_path / "cache" / "record_medium.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "another recording" in proc.stderr
+
+
+def test_filter_distance_refuses_non_integer_permutations_and_bad_weights():
+    """Issue 21 battery: float/complex permutations gave IndexError or a wrong size, a meta or
+    complex weight a RuntimeError; a list weight in normalize_kernels an AttributeError."""
+    import pytest
+    import torch
+
+    from eqlib.experiments.gcnn_barrier import filter_distance, normalize_kernels
+    w = torch.randn(2, 1, 3, 3, generator=torch.Generator().manual_seed(0))
+    assert filter_distance(w, [1, 0]) == filter_distance(w, torch.tensor([1, 0]))
+    with pytest.raises(TypeError, match="pi_out"):
+        filter_distance(w, torch.tensor([1.0, 0.0]))
+    with pytest.raises(TypeError, match="weight"):
+        filter_distance(w.to(torch.complex64), [1, 0])
+    with pytest.raises(ValueError, match="weight"):
+        filter_distance(torch.empty(2, 1, 3, 3, device="meta"), [1, 0])
+    with pytest.raises(TypeError, match="weight"):
+        normalize_kernels(w.tolist())

@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from eqlib.actions import image_dihedral, mirror, trivial
+from eqlib.actions import trivial
 from eqlib.groups import dihedral, flip
+from eqlib.images import image_dihedral, mirror, patchify
 from eqlib.latent import latent_actions, plant_equivariant
-from eqlib.latent.attention import patch_mirror_action, patchify, plant_attention_equivariant
+from eqlib.latent.attention import patch_mirror_action, plant_attention_equivariant
 from eqlib.latent.conv import ConvLatentActions, plant_c4_conv
 from eqlib.latent.core import model_family
 from eqlib.latent.result import AttentionNetworkActions, LatentActions, RecoveryResult

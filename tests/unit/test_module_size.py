@@ -21,16 +21,12 @@ MAX_FUNCTION_LINES = 120
 PENDING_MODULES: set[str] = {
     # images move to eqlib/images.py and the one training loop replaces two (issue #24, items 1-2;
     # owned by other changes)
-    "data.py",
     "train.py",
-    "actions.py",
     "experiments/gcnn_barrier.py",
 }
 
 # Functions still over MAX_FUNCTION_LINES, as "path:qualified name" (path relative to eqlib/).
 PENDING_FUNCTIONS: set[str] = {
-    # the one training loop over actions replaces it (issue #24, item 2)
-    "train.py:train",
     # not split yet: the dispatch of the recovery methods, the probe sampling
     "latent/core.py:latent_actions",
     "latent/lstsq.py:paired_features",

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from eqlib import actions, data, groups, images, latent, submodels, symmetries
 from eqlib.models import MLP, VGG, AttentionNetwork, DeepSetsLayer, Dense, MultiHeadAttention
 from eqlib.models.sets import cycle_graph
-from eqlib.train import TrainConfig, evaluate_accuracy, learning_rate_at, penalty_weight_at, train
+from eqlib.train import TrainConfig, evaluate_accuracy, image_preset, learning_rate_at, penalty_weight_at, train
 
 settings.register_profile("eqlib", max_examples=12, deadline=None, derandomize=True, database=None,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -86,8 +86,8 @@ def _train(**kw):
     images, labels = kw.pop("images", None), kw.pop("labels", None)
     x, y = _tiny_images()
     cfg = kw.pop("config", TrainConfig(epochs=1, batch_size=4))
-    return train(kw.pop("model", MLP([3072, 4, 3])), x if images is None else images,
-                 y if labels is None else labels, cfg, device="cpu", progress=False, **kw)
+    return train(kw.pop("model", MLP([3072, 4, 3])), (x if images is None else images, y if labels is None else labels),
+                 cfg, device="cpu", progress=False, **image_preset(), **kw)
 
 
 # (entry point, call taking the bad value, argument named in the error, strategy of bad values)
@@ -152,8 +152,8 @@ SCALAR_BOUNDARY = [
     ("TrainConfig.weight_decay", lambda v: TrainConfig(weight_decay=v), "TrainConfig.weight_decay",
      bad_float(0.0)),
     ("TrainConfig.warmup", lambda v: TrainConfig(warmup=v), "TrainConfig.warmup", bad_float(0.0, 1.0)),
-    ("TrainConfig.std", lambda v: TrainConfig(std=(v, 1.0, 1.0)), "TrainConfig.std",
-     bad_float(0.0, low_open=True)),
+    ("image_preset.std", lambda v: image_preset(std=(v, 1.0, 1.0)), "std", bad_float(0.0, low_open=True)),
+    ("image_preset.mean", lambda v: image_preset(mean=(v, 0.0, 0.0)), "mean", bad_float()),
     ("TrainConfig.task", lambda v: TrainConfig(task=v), "TrainConfig.task", bad_choice(("classify", "autoencode"))),
     ("TrainConfig.seed", lambda v: TrainConfig(seed=v), "TrainConfig.seed", bad_int(0)),
     ("penalty_weight_at.progress", lambda v: penalty_weight_at(TrainConfig(), v), "progress",

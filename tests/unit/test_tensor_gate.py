@@ -17,7 +17,7 @@ from eqlib import images
 from eqlib.actions import MatrixAction
 from eqlib.images import prepare_images
 from eqlib.models import MLP
-from eqlib.train import TrainConfig, evaluate_accuracy, train
+from eqlib.train import TrainConfig, evaluate_accuracy, image_preset, train
 from eqlib.validation import check_tensor
 
 FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
@@ -130,14 +130,16 @@ def _clf():
 
 
 CFG = TrainConfig(task="classify", epochs=1, batch_size=16)
+#: the CIFAR-10 preset (mirror symmetry, normalisation) of the image runs here
+IMG = image_preset()
 
 
 def test_train_detaches_images_that_require_grad():
     """Float images with requires_grad crashed with 'backward through the graph a second time'."""
     images, labels = _data()
     x = (images.float() / 255).requires_grad_()
-    a = train(_clf(), x, labels, CFG, device="cpu", progress=False)
-    b = train(_clf(), x.detach(), labels, CFG, device="cpu", progress=False)
+    a = train(_clf(), (x, labels), CFG, device="cpu", progress=False, **IMG)
+    b = train(_clf(), (x.detach(), labels), CFG, device="cpu", progress=False, **IMG)
     assert all(torch.equal(p, q) for p, q in zip(a.model.parameters(), b.model.parameters()))
 
 
@@ -145,9 +147,9 @@ def test_train_detaches_images_that_require_grad():
 def test_train_takes_any_integer_label_dtype(dtype):
     """int32 labels passed the check and crashed in cross_entropy."""
     images, labels = _data()
-    a = train(_clf(), images, labels.to(dtype), CFG, device="cpu", progress=False,
-              eval_data=(images[:8], labels[:8].to(dtype)))
-    b = train(_clf(), images, labels, CFG, device="cpu", progress=False, eval_data=(images[:8], labels[:8]))
+    a = train(_clf(), (images, labels.to(dtype)), CFG, device="cpu", progress=False,
+              eval_data=(images[:8], labels[:8].to(dtype)), **IMG)
+    b = train(_clf(), (images, labels), CFG, device="cpu", progress=False, eval_data=(images[:8], labels[:8]), **IMG)
     assert a.history["loss"] == b.history["loss"]
 
 
@@ -175,7 +177,7 @@ def test_finite_divergence_is_noticed():
     with torch.no_grad():
         net.layers[-1].weight.mul_(1e30)
     with pytest.raises(FloatingPointError, match="diverged"):
-        train(net, images, labels, CFG.replace(lr=1e-30), device="cpu", progress=False)
+        train(net, (images, labels), CFG.replace(lr=1e-30), device="cpu", progress=False, **IMG)
 
 
 def test_train_config_refuses_seeds_beyond_64_bits():
@@ -349,7 +351,8 @@ def test_train_gives_the_same_weights_for_any_memory_layout():
     imgs = torch.randint(0, 256, (4, 3, 8, 8), dtype=torch.uint8)
     labels = torch.tensor([0, 1, 2, 1])
     cfg = TrainConfig(epochs=1, batch_size=2)
-    runs = [train(VGG([2, "M"], num_classes=3, image_size=8), x, labels, cfg, progress=False).model.state_dict()
+    runs = [train(VGG([2, "M"], num_classes=3, image_size=8), (x, labels), cfg, progress=False,
+                  **image_preset((3, 8, 8))).model.state_dict()
             for x in (imgs, imgs.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2))]
     assert all(torch.equal(runs[0][k], runs[1][k]) for k in runs[0])
 

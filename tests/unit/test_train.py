@@ -265,3 +265,77 @@ def test_resume_after_interruption_gives_the_same_weights():
     assert resumed.history["loss"] == straight.history["loss"]
     assert [e for e, _ in resumed.snapshots] == [0, 1, 2, 3, 4]
     assert not list(cache_dir("models").glob("*.ckpt"))
+
+
+# --------------------------------------------------------------------------- crop augmentation
+
+class _Seen(nn.Module):
+    """A classifier that keeps a copy of every batch it is given."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = _clf()
+        self.seen: list[torch.Tensor] = []
+
+    def forward(self, x):
+        self.seen.append(x.detach().clone())
+        return self.inner(x)
+
+
+@pytest.mark.parametrize("pad", [1, 4])
+def test_crops_are_windows_of_the_padded_images_drawn_after_the_elements(pad):
+    """The first epoch's inputs, rebuilt by hand from the documented random stream (batch
+    order, then the mirror coins, then the crop offsets, uniform in 0..2·pad): a slice of
+    the black-padded uint8 image, then normalised, then mirrored."""
+    images, labels = _data(n=40)
+    cfg = TrainConfig(epochs=1, batch_size=16, lr=1e-30, augment_mirror=True, augment_crop=pad, seed=5)
+    model = _Seen()
+    train(model, (images, labels), cfg, device="cpu", progress=False, **IMG)
+    gen = torch.Generator().manual_seed(5)
+    perm = torch.randperm(40, generator=gen)
+    flips = torch.rand(40, generator=gen) < 0.5
+    offsets = torch.randint(2 * pad + 1, (40, 2), generator=gen)
+    padded = nn.functional.pad(images, (pad,) * 4)
+    crops = torch.stack([padded[i, :, dy:dy + 32, dx:dx + 32] for i, (dy, dx) in zip(perm.tolist(),
+                                                                                      offsets[perm].tolist())])
+    expected = prepare_images(crops)  # (x / 255 - mean) / std: the trainer's fused form rounds otherwise
+    expected = torch.where(flips[perm].view(-1, 1, 1, 1), expected.flip(-1), expected)
+    assert torch.allclose(torch.cat(model.seen), expected, rtol=0, atol=1e-5)
+    assert (offsets != pad).any()  # some window is not the image itself
+
+
+def test_crop_resume_after_interruption_gives_the_same_weights():
+    """Killed after epoch 2, the cached run resumes at epoch 3 and ends with the weights of
+    an uninterrupted run: the crops of later epochs come from the checkpointed generator."""
+    images, labels = _data()
+    cfg = TrainConfig(task="classify", epochs=4, batch_size=32, augment_mirror=True, augment_crop=3)
+    straight = train(_clf(), (images, labels), cfg, device="cpu", progress=False, **IMG)
+    no_crop = train(_clf(), (images, labels), cfg.replace(augment_crop=0), device="cpu", progress=False, **IMG)
+    assert not _same(straight.model, no_crop.model)  # the crops act
+
+    def stop(epoch, model, history):
+        if epoch == 2:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        cached_train(_clf, cfg, (images, labels), progress=False, **IMG, hooks={"after_epoch": stop})
+    seen = []
+    resumed = cached_train(_clf, cfg, (images, labels), progress=False, **IMG,
+                           hooks={"after_epoch": lambda e, m, h: seen.append(e)})
+    assert seen == [3, 4]
+    assert _same(straight.model, resumed.model)
+    assert resumed.history["loss"] == straight.history["loss"]
+
+
+def test_augment_crop_field_and_bounds():
+    assert "augment_crop" not in TrainConfig().to_dict()  # the cache keys of runs without crops stay
+    assert TrainConfig(augment_crop=2).to_dict()["augment_crop"] == 2
+    assert TrainConfig.from_dict(TrainConfig(augment_crop=2).to_dict()) == TrainConfig(augment_crop=2)
+    for bad in (-1, 65, 1.5):
+        with pytest.raises(ValueError, match="augment_crop"):
+            TrainConfig(augment_crop=bad)
+    flat = image_preset()["symmetry"][0]
+    images, labels = _data(n=8)
+    with pytest.raises(ValueError, match="augment_crop crops images"):  # flattened samples: no image to crop
+        train(_clf(), (images.reshape(8, -1).float() / 255, labels), TrainConfig(epochs=1, augment_crop=1),
+              symmetry=(flat, flat), device="cpu", progress=False)

@@ -10,10 +10,11 @@ import _old_trainer as old
 import pytest
 import torch
 
-from eqlib.actions import image_dihedral, regular, trivial
+from eqlib.actions import regular, trivial
 from eqlib.experiments.cifar_setup import build_mlp
 from eqlib.experiments.filter_search import SEARCH_VARIANTS, SearchSettings, search_train
 from eqlib.groups import dihedral
+from eqlib.images import image_dihedral
 from eqlib.models import MLP
 from eqlib.train import TrainConfig, image_preset, train
 

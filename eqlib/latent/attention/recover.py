@@ -358,18 +358,20 @@ def recover_token_permutation(maps_x: Tensor, maps_gx: Tensor) -> tuple[np.ndarr
 
     Chapter: *Attention*.
     """
-    check_tensor("maps_x", maps_x), check_tensor("maps_gx", maps_gx)
+    check_tensor("maps_x", maps_x, dtype="float"), check_tensor("maps_gx", maps_gx, dtype="float")
     if maps_gx.shape != maps_x.shape:
         raise ValueError(f"maps_gx must have the shape of maps_x, {tuple(maps_x.shape)}, got "
                          f"{tuple(maps_gx.shape)}")
     if maps_x.dim() != 4 or maps_x.shape[-1] != maps_x.shape[-2]:
         raise ValueError(f"maps_x and maps_gx must be attention maps (N, H, n, n), got shape "
                          f"{tuple(maps_x.shape)}")
-    maps_x, maps_gx = maps_x.detach(), maps_gx.detach()
+    dt = torch.promote_types(maps_x.dtype, maps_gx.dtype)  # cdist needs float32 or float64
+    dt = dt if dt in (torch.float32, torch.float64) else torch.float32
+    maps_x, maps_gx = maps_x.detach().to(dt), maps_gx.detach().to(dt)
     n = maps_x.shape[-1]
     fx = maps_x.sort(dim=-1).values.permute(2, 0, 1, 3).reshape(n, -1)
     fg = maps_gx.sort(dim=-1).values.permute(2, 0, 1, 3).reshape(n, -1)
-    rows, cols = linear_sum_assignment(torch.cdist(fx, fg).numpy())
+    rows, cols = linear_sum_assignment(torch.cdist(fx, fg).cpu().numpy())
     pi = np.empty(n, dtype=np.int64)
     pi[rows] = cols
     inv = torch.as_tensor(np.argsort(pi))

@@ -113,6 +113,10 @@ class TokenAction(Action):
 
     def permute_tokens(self, g: GroupElement, x: Tensor) -> Tensor:
         """Π_g X: tokens only (axis -2), features untouched."""
+        check_tensor("x", x)
+        if x.ndim < 2 or x.shape[-2] != self.n_tokens:
+            raise ValueError(f"x must have shape (..., {self.n_tokens}, d) ({self.n_tokens} tokens), got "
+                             f"{tuple(x.shape)}")
         return x[..., torch.as_tensor(self.inv[self._check(g)], device=x.device), :]
 
     def feature_matrix(self, g: GroupElement) -> Tensor:
@@ -123,6 +127,9 @@ class TokenAction(Action):
         return self.feature_action.matrix(g)
 
     def act(self, g: GroupElement, x: Tensor) -> Tensor:
+        check_tensor("x", x)
+        if x.ndim == 0:
+            raise ValueError(f"x must have shape (..., {self.n_tokens}, {self.token_dim}), got a 0-d tensor")
         if tuple(x.shape[-2:]) != self.shape:
             if x.shape[-1] == self.dim:  # flat vectors (as Action.matrix uses)
                 return self.act(g, x.reshape(*x.shape[:-1], *self.shape)).reshape(x.shape)
