@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Records book/part3/recorded/gcnn_barrier_medium.json: the GCNN barrier at the `medium` budget
+# Records eqlib/recorded/gcnn_barrier_medium.json: the GCNN barrier at the `medium` budget
 # (VGG11's layers at 1/8 width, all 50,000 CIFAR-10 training images with flip/crop augmentation,
 # 4 variants x 3 network seeds, tested on all 10,000 test images) on the CPU, at the lowest
 # priority (nice -n 19). It takes many hours (see the CLI's epilog:
@@ -36,9 +36,9 @@ fi
   echo "== OMP_NUM_THREADS=$OMP_NUM_THREADS EQLIB_CACHE=$EQLIB_CACHE, log $log"; } | tee -a "$log"
 set +e
 nice -n 19 "$py" -m eqlib.experiments.gcnn_barrier --budget medium --device "${DEVICE:-cpu}" \
-  --no-download --parts barriers --no-progress --out book/part3/recorded >> "$log" 2>&1
+  --no-download --parts barriers --no-progress --out eqlib/recorded >> "$log" 2>&1
 rc=$?
 set -e
 echo "== $(date -u) exit $rc: $(uptime)" | tee -a "$log"
-[ "$rc" -eq 0 ] && echo "wrote book/part3/recorded/gcnn_barrier_medium.json (log: $log)"
+[ "$rc" -eq 0 ] && echo "wrote eqlib/recorded/gcnn_barrier_medium.json (log: $log)"
 exit "$rc"

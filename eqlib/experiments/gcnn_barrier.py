@@ -1023,8 +1023,9 @@ CLI_EPILOG = """budgets (measured run times; "not measured" where no run backs a
   laptop  small VGG-style CNNs (config 8,M,16,M,32,M,64,M): 4 variants at width 1
           and 2 at width 0.5, 3 networks each, 2,500 images, 3 epochs.
           CPU: the barrier measurements of the recorded three-seed run took 403 s
-          after training (eqlib/recorded/gcnn_barrier_laptop.json, shipped
-          with eqlib; the training time is not recorded). Training included: not measured.
+          after training (eqlib/recorded/gcnn_barrier_laptop.json: the
+          recorded runs ship inside eqlib; the training time is not recorded).
+          Training included: not measured.
           GPU: not measured.
   full    VGG11 at width 1, 4 variants x 3 networks, 50,000 images, 10 epochs of
           SGD, bf16 autocast and channels-last: meant for a GPU. Not measured

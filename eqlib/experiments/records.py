@@ -193,13 +193,15 @@ def load_json(path: str | os.PathLike, required: Sequence[str] = ("settings",)) 
 
 #: the recorded runs the package ships in ``eqlib/recorded/``: file name -> the keys
 #: :func:`~eqlib.experiments.records.load_recorded` checks. ``gcnn_barrier_full.json`` is
-#: written there by ``benchmarks/gpu_check.sh`` and absent until a GPU session records it.
+#: written there by ``benchmarks/gpu_check.sh`` and absent until a GPU session records it;
+#: ``gcnn_barrier_medium.json`` by ``benchmarks/record_medium.sh`` (hours on a CPU).
 RECORDS: dict[str, tuple[str, ...]] = {
     "cifar_mlp_full.json": ("settings", "networks"),
     "cifar_mlp_full_explore.json": ("settings", "networks"),
     "cifar_mlp_laptop_seeds.json": ("settings", "networks"),
     "cifar_mlp_search.json": ("base", "variants", "rows", "summary"),
     "gcnn_barrier_laptop.json": ("budget", "cells"),
+    "gcnn_barrier_medium.json": ("budget", "cells"),
     "gcnn_barrier_full.json": ("budget", "cells"),
 }
 
@@ -213,8 +215,9 @@ def load_recorded(name: str, missing_ok: bool = False) -> dict[str, Any] | None:
     opened anywhere (a single downloaded notebook, Colab, an installed ``eqlib``) reads
     the same records.
 
-    With ``missing_ok=True`` a known record that has not been recorded yet (the
-    published-scale ``gcnn_barrier_full.json``) gives ``None`` instead of an error.
+    With ``missing_ok=True`` a known record that has not been recorded yet (the GCNN
+    barrier's ``gcnn_barrier_medium.json`` and ``gcnn_barrier_full.json``) gives ``None``
+    instead of an error.
 
     Raises:
         TypeError: ``name`` is not a str.

@@ -439,7 +439,7 @@ def test_medium_training_resumes_after_a_kill_and_never_retrains(tmp_path, monke
 
 def test_record_medium_script_runs_the_medium_budget_niced_logged_and_locked(tmp_path):
     """benchmarks/record_medium.sh with a stub interpreter: the command (medium budget, every
-    variant and the default seeds 0,1,2, into book/part3/recorded), nice 19, the log, and a
+    variant and the default seeds 0,1,2, into eqlib/recorded), nice 19, the log, and a
     second copy refused while one holds the lock."""
     import fcntl
     import os
@@ -455,7 +455,7 @@ def test_record_medium_script_runs_the_medium_budget_niced_logged_and_locked(tmp
     assert proc.returncode == 0, proc.stderr
     log = (tmp_path / "log.txt").read_text()
     assert "niceness 19 args -m eqlib.experiments.gcnn_barrier --budget medium --device cpu" in log
-    assert "--parts barriers --no-progress --out book/part3/recorded" in log
+    assert "--parts barriers --no-progress --out eqlib/recorded" in log
     assert "--seed" not in log and "--set" not in log  # the budget as declared: seeds 0,1,2, 4 variants
     proc = subprocess.run(["bash", str(script)], env={**env, "STUB_RC": "3"}, capture_output=True, text=True,
                           timeout=60)

@@ -22,8 +22,8 @@ from eqlib.experiments import protocol, records
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "eqlib" / "recorded"
-#: known records that are written only by a GPU session (benchmarks/gpu_check.sh)
-NOT_YET = {"gcnn_barrier_full.json"}
+#: known records not recorded yet (benchmarks/gpu_check.sh, benchmarks/record_medium.sh)
+NOT_YET = {"gcnn_barrier_full.json", "gcnn_barrier_medium.json"}
 
 
 def test_every_shipped_record_loads_from_any_working_folder(tmp_path, monkeypatch):
