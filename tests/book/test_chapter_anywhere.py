@@ -11,7 +11,8 @@ Runtime: the chapter's models come from ``EQLIB_CACHE``, which the chapters' own
 has filled before ``tests/book`` runs (the order of ``testpaths``). Measured with a warm
 cache on 2 CPU cores shared with other jobs (load about 12): 169 s (156 s in the cells;
 the slowest: the live equivariance table 29 s, the input spectrum 23 s, the ablation
-18 s); chapter 11's whole nbval run took 443 s under the same load.
+18 s); chapter 11's whole nbval run took 443 s under the same load. At a lower load: 104 s
+(98 s in the cells), when chapter 11's nbval run took 44 s.
 """
 from __future__ import annotations
 
