@@ -18,7 +18,8 @@
 # Env: EQLIB_DATA (CIFAR-10), EQLIB_CACHE (the model cache; default ~/.cache/eqlib: keep it
 #      between sessions), OMP_NUM_THREADS (default 2), LOG (default
 #      $EQLIB_CACHE/logs/record_medium.log: appended to, one line per trained epoch with its
-#      seconds and test accuracy), PYTHON (default python3), DEVICE (default cpu).
+#      seconds and test accuracy), PYTHON (default python3), DEVICE (default cpu),
+#      RECORD_DEST (where the JSON is copied; default eqlib/recorded).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -35,10 +36,20 @@ fi
 { echo "== $(date -u) start (or resume) on $(hostname): $(uptime)"
   echo "== OMP_NUM_THREADS=$OMP_NUM_THREADS EQLIB_CACHE=$EQLIB_CACHE, log $log"; } | tee -a "$log"
 set +e
+# the run writes the JSON and its figures into a fresh folder; only the JSON is package data
+out=$(mktemp -d "${TMPDIR:-/tmp}/record_medium.XXXXXX")
 nice -n 19 "$py" -m eqlib.experiments.gcnn_barrier --budget medium --device "${DEVICE:-cpu}" \
-  --no-download --parts barriers --no-progress --out eqlib/recorded >> "$log" 2>&1
+  --no-download --parts barriers --no-progress --out "$out" >> "$log" 2>&1
 rc=$?
 set -e
 echo "== $(date -u) exit $rc: $(uptime)" | tee -a "$log"
-[ "$rc" -eq 0 ] && echo "wrote eqlib/recorded/gcnn_barrier_medium.json (log: $log)"
+dest=${RECORD_DEST:-eqlib/recorded}
+if [ "$rc" -eq 0 ]; then
+  if [ ! -f "$out/gcnn_barrier_medium.json" ]; then
+    echo "record_medium.sh: the run exited 0 but wrote no $out/gcnn_barrier_medium.json" | tee -a "$log" >&2
+    exit 1
+  fi
+  cp "$out/gcnn_barrier_medium.json" "$dest/"
+  echo "wrote $dest/gcnn_barrier_medium.json (figures in $out; log: $log)"
+fi
 exit "$rc"

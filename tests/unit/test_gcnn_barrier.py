@@ -439,7 +439,8 @@ def test_medium_training_resumes_after_a_kill_and_never_retrains(tmp_path, monke
 
 def test_record_medium_script_runs_the_medium_budget_niced_logged_and_locked(tmp_path):
     """benchmarks/record_medium.sh with a stub interpreter: the command (medium budget, every
-    variant and the default seeds 0,1,2, into eqlib/recorded), nice 19, the log, and a
+    variant and the default seeds 0,1,2, into a fresh folder whose JSON is copied to the
+    destination), nice 19, the log, and a
     second copy refused while one holds the lock."""
     import fcntl
     import os
@@ -447,15 +448,20 @@ def test_record_medium_script_runs_the_medium_budget_niced_logged_and_locked(tmp
     from pathlib import Path
     script = Path(__file__).resolve().parents[2] / "benchmarks" / "record_medium.sh"
     stub = tmp_path / "python-stub"
-    stub.write_text('#!/usr/bin/env bash\necho "niceness $(nice) args $*"\nexit "${STUB_RC:-0}"\n')
+    # the stub writes the record into the folder after --out, as the real run does
+    stub.write_text('#!/usr/bin/env bash\necho "niceness $(nice) args $*"\n'
+                    'out=""; prev=""; for a in "$@"; do [ "$prev" = "--out" ] && out=$a; prev=$a; done\n'
+                    '[ -n "$out" ] && echo "{}" > "$out/gcnn_barrier_medium.json"\n'
+                    'exit "${STUB_RC:-0}"\n')
     stub.chmod(0o755)
     env = {**os.environ, "PYTHON": str(stub), "EQLIB_CACHE": str(tmp_path / "cache"),
-           "LOG": str(tmp_path / "log.txt")}
+           "LOG": str(tmp_path / "log.txt"), "RECORD_DEST": str(tmp_path)}
     proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     log = (tmp_path / "log.txt").read_text()
     assert "niceness 19 args -m eqlib.experiments.gcnn_barrier --budget medium --device cpu" in log
-    assert "--parts barriers --no-progress --out eqlib/recorded" in log
+    assert "--parts barriers --no-progress --out " in log and "--out eqlib/recorded" not in log
+    assert (tmp_path / "gcnn_barrier_medium.json").read_text().strip() == "{}"  # only the JSON is copied
     assert "--seed" not in log and "--set" not in log  # the budget as declared: seeds 0,1,2, 4 variants
     proc = subprocess.run(["bash", str(script)], env={**env, "STUB_RC": "3"}, capture_output=True, text=True,
                           timeout=60)
