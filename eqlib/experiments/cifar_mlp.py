@@ -13,7 +13,7 @@ equivariance / invariance penalty ramped in during the second half of training. 
   with isotropic noise (the paper's protocol), test images, and Gaussian noise with the
   images' covariance (:func:`eqlib.analysis.equivariance_table`);
 - an ablation of what makes the first-layer action emerge
-(:func:`~eqlib.experiments.cifar_parts.ablation`);
+  (:func:`~eqlib.experiments.cifar_parts.ablation`);
 - checkpoints during training (:func:`~eqlib.experiments.cifar_parts.emergence`);
 - a single-layer attention autoencoder on 4×4 patches and its head permutation
   (:func:`~eqlib.experiments.cifar_parts.attention_experiment`).

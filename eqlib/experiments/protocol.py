@@ -302,7 +302,7 @@ def build_parser(prog: str, description: str, parts: Sequence[str] = (),
     arguments with :func:`parse_args`, which checks ``--out`` before anything else.
     ``default_parts`` (default: all ``parts``) are run when ``--parts`` is not given.
     ``--budget`` lists and accepts ``budgets`` (the names the experiment declares, of
-    :data:`eqlib.budget.BUDGETS`; default ``laptop`` and ``full``); the old name ``ci`` is
+    ``eqlib.budget.BUDGETS``; default ``laptop`` and ``full``); the old name ``ci`` is
     accepted (it means ``laptop``) and said so in the help, not listed. ``epilog`` (the experiment's budgets
     and measured run times, its outputs) is printed after the flags as written.
 

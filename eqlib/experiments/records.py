@@ -9,7 +9,7 @@ restoring the noted
 non-finite numbers and checking the keys a chapter reads.
 :func:`~eqlib.experiments.records.load_recorded` reads the recorded runs the chapters show,
 which ship inside the package (``eqlib/recorded/``, read through
-:mod:`importlib.resources`), so a chapter runs wherever its notebook is opened.
+``importlib.resources``), so a chapter runs wherever its notebook is opened.
 :mod:`eqlib.experiments.protocol` re-exports every name.
 
 Chapters: Part III, *Experiments* (book/part3).
@@ -209,7 +209,7 @@ RECORDS: dict[str, tuple[str, ...]] = {
 def load_recorded(name: str, missing_ok: bool = False) -> dict[str, Any] | None:
     """The recorded run ``name`` (a plain file name, one of
     :data:`~eqlib.experiments.records.RECORDS`), read from the package's own
-    ``eqlib/recorded/`` through :func:`importlib.resources.files` and checked by
+    ``eqlib/recorded/`` through ``importlib.resources.files`` and checked by
     :func:`~eqlib.experiments.records.load_json` (strict JSON, non-finite numbers restored,
     the record's keys present). It does not depend on the working folder, so a chapter
     opened anywhere (a single downloaded notebook, Colab, an installed ``eqlib``) reads

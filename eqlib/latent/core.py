@@ -107,7 +107,7 @@ def latent_actions(model, rho_in: Action | None, rho_out: Action | None, *, meth
                    group: FiniteGroup | None = None) -> RecoveryResult:
     """Recover the latent actions k_i(g) of an equivariant network and diagnose them.
 
-    Dispatches by model family (:func:`model_family`): an MLP goes through ``method``;
+    Dispatches by model family (``model_family``): an MLP goes through ``method``;
     a network of ``SameConv`` layers to :func:`~eqlib.latent.conv.recover_conv_actions`
     (result ``ConvLatentActions``); a MultiHeadAttention layer or a Model of them to
     :func:`~eqlib.latent.recover_attention_action` /

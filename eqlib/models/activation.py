@@ -51,7 +51,7 @@ class Activation:
 
     @property
     def linear(self) -> bool:
-        """σ is the identity (K is all of GL(d): units cannot be matched)."""
+        """Whether σ is the identity; then K is all of GL(d) and units cannot be matched."""
         return self.name == "identity"
 
     def apply_(self, z: torch.Tensor) -> torch.Tensor:
