@@ -518,10 +518,10 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             action when the layer keeps the token dimension, as in an autoencoder, else
             trivial; pass :func:`eqlib.actions.trivial` for invariant features); output
             tokens are permuted like the input's.
-        tol: tolerance for :attr:`AttentionLatentAction.equivariant`.
+        tol: tolerance for :attr:`~eqlib.latent.attention.AttentionLatentAction.equivariant`.
 
     Returns:
-        An :class:`AttentionLatentAction`; its ``summary()`` says whether the layer is
+        An :class:`~eqlib.latent.attention.AttentionLatentAction`; its ``summary()`` says whether the layer is
         equivariant and, when not, how far it is.
 
     Raises:
@@ -616,7 +616,7 @@ def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, out
         tol: tolerance of every layer's report.
 
     Returns:
-        One :class:`AttentionLatentAction` per layer.
+        One :class:`~eqlib.latent.attention.AttentionLatentAction` per layer.
 
     Chapter: *Attention* (book/part2/08_attention).
     """
