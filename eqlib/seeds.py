@@ -8,6 +8,7 @@ Chapter: *Models, latent spaces and submodels* (every random function takes a se
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import random
 from collections.abc import Iterator
 
@@ -16,7 +17,7 @@ import torch
 
 from .validation import check_int, show
 
-__all__ = ["DEFAULT_SEED", "MAX_SEED", "torch_generator", "numpy_rng", "torch_seeded", "seed_everything"]
+__all__ = ["DEFAULT_SEED", "MAX_SEED", "derive_seed", "spawn", "torch_generator", "numpy_rng", "torch_seeded", "seed_everything"]
 
 #: what ``seed=None`` means everywhere in eqlib
 DEFAULT_SEED = 0
@@ -56,6 +57,42 @@ def torch_generator(seed: int | torch.Generator | None, device: str | torch.devi
         device = dev
     gen = torch.Generator(device=device) if device is not None else torch.Generator()
     return gen.manual_seed(_seed(seed))
+
+
+def derive_seed(seed: int | None, key: str) -> int:
+    """A seed for the stream named ``key`` under ``seed`` (None: :data:`DEFAULT_SEED`):
+    the first 63 bits of BLAKE2b(``seed``, ``key``). Streams of different keys, or of the
+    same key under different seeds, are unrelated, unlike ``seed + 1`` offsets, which make
+    the stream "data" of seed 1 the stream "init" of seed 2.
+
+    Examples:
+        >>> derive_seed(0, "crops") == derive_seed(0, "crops")
+        True
+        >>> derive_seed(0, "crops") != derive_seed(0, "init") != derive_seed(1, "crops")
+        True
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+    seed = _seed(seed)
+    if not isinstance(key, str) or not key:
+        raise TypeError(f"key must be a non-empty string naming the stream, got {show(key)}")
+    digest = hashlib.blake2b(f"{seed}\x00{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") & MAX_SEED
+
+
+def spawn(seed: int | None, key: str, device: str | torch.device | None = None) -> torch.Generator:
+    """A ``torch.Generator`` for the stream named ``key`` under ``seed``: every generator
+    derived from one seed (data order, crops, probes, ...) comes from here, seeded with
+    :func:`derive_seed`.
+
+    Examples:
+        >>> a, b = spawn(3, "probes"), spawn(3, "probes")
+        >>> bool(torch.equal(torch.rand(4, generator=a), torch.rand(4, generator=b)))
+        True
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+    return torch_generator(derive_seed(seed, key), device=device)
 
 
 def numpy_rng(seed: int | np.random.Generator | None) -> np.random.Generator:

@@ -47,3 +47,21 @@ def test_seeding_refuses_bad_seeds(bad, exc):
     with pytest.raises(exc, match="seed"):
         with seeds.torch_seeded(bad):
             pass
+
+
+def test_spawned_streams_are_reproducible_and_unrelated():
+    a = torch.rand(1000, generator=seeds.spawn(1, "data"))
+    assert torch.equal(a, torch.rand(1000, generator=seeds.spawn(1, "data")))
+    # the offset scheme's collision (stream "data" of seed 1 == stream of seed 2) is gone
+    others = [seeds.spawn(2, "data"), seeds.spawn(1, "init"), seeds.spawn(0, "data"),
+              seeds.torch_generator(1), seeds.torch_generator(2)]
+    for g in others:
+        assert abs(torch.corrcoef(torch.stack([a, torch.rand(1000, generator=g)]))[0, 1]) < 0.15
+    assert seeds.derive_seed(None, "x") == seeds.derive_seed(seeds.DEFAULT_SEED, "x")
+    assert 0 <= seeds.derive_seed(2**63 - 1, "x") <= seeds.MAX_SEED
+
+
+@pytest.mark.parametrize("key", [3, "", None, b"k"])
+def test_spawn_refuses_a_key_that_is_not_a_name(key):
+    with pytest.raises(TypeError, match="key"):
+        seeds.spawn(0, key)
