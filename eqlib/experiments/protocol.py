@@ -28,25 +28,23 @@ Chapters: Part III, *Experiments* (book/part3).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
-import errno
-import math
-import os
 import re
-import tempfile
 import textwrap
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..budget import budget as select_budget
 from ..budget import BUDGETS as BUDGET_NAMES
 from ..budget import budget_choices
 from . import writable_folder
-from .records import NONFINITE_KEY, RECORDS, load_json, load_recorded, strict_json, write_json
+from .outputs import OutputsKept, check_targets, output_name, staged_outputs, text_table, write_outputs
+from .records import (NONFINITE_KEY, RECORDS, _fields, _is_settings, check_recorded, legacy_settings, load_json,
+                      load_recorded, numbers_differ, settings_dict, strict_json, write_json)
 
-__all__ = ["settings", "settings_dict", "parse_setting", "parse_settings", "parse_seeds",
+__all__ = ["Experiment", "ExperimentCLI", "RunOptions", "main", "setting_keys", "replace_settings",
+           "legacy_settings", "settings", "settings_dict", "parse_setting", "parse_settings", "parse_seeds",
            "build_parser", "parse_args", "write_json", "strict_json", "load_json", "check_recorded",
            "numbers_differ", "output_name", "check_targets", "staged_outputs", "write_outputs",
            "OutputsKept", "text_table", "NONFINITE_KEY", "RECORDS", "load_recorded"]
@@ -59,21 +57,77 @@ def _check_budgets(budgets: Mapping[str, Any]) -> None:
         raise TypeError(f"budgets must be a non-empty mapping name → settings dataclass, "
                         f"got {type(budgets).__name__}")
     for key, value in budgets.items():
-        if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        if not _is_settings(value):
             raise TypeError(f"budgets[{key!r}] must be a settings dataclass instance, "
                             f"got {type(value).__name__}")
 
 
-def _fields(s: Any) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(s))
+def setting_keys(s: Any) -> list[str]:
+    """The keys ``--set`` and :func:`settings` accept for the settings ``s``: its fields
+    (but ``name``), and ``FIELD.SUB`` for every field of a nested settings dataclass
+    (``train.lr`` for the nested :class:`eqlib.train.TrainConfig`).
+
+    Chapters: Part III, *Experiments*.
+    """
+    keys = []
+    for name in _fields(s):
+        value = getattr(s, name)
+        if _is_settings(value):
+            keys += [f"{name}.{k}" for k in setting_keys(value)]
+        elif name != "name":
+            keys.append(name)
+    return keys
+
+
+def _owner(s: Any, key: str) -> tuple[Any, str]:
+    """The (nested) settings dataclass that holds the dotted ``key``, and the field's name there."""
+    head, dot, rest = key.partition(".")
+    if not _is_settings(s) or head not in _fields(s) or (head == "name" and not dot):
+        raise KeyError(key)
+    if not dot:
+        if _is_settings(getattr(s, head)):
+            raise KeyError(key)  # a nested block is changed field by field
+        return s, head
+    return _owner(getattr(s, head), rest)
+
+
+def replace_settings(s: S, changes: Mapping[str, Any]) -> S:
+    """``s`` with ``changes`` (``{key: value}``, keys of :func:`setting_keys`: ``"epochs"``,
+    or dotted into a nested settings dataclass, ``"train.lr"``) applied; each level is
+    rebuilt with ``dataclasses.replace``, so every dataclass checks its new values.
+
+    Raises:
+        ValueError: for a key that is not a setting, naming the valid ones.
+
+    Chapters: Part III, *Experiments*.
+    """
+    if not _is_settings(s):
+        raise TypeError(f"expected a settings dataclass instance, got {type(s).__name__}")
+    unknown = []
+    for key in changes:
+        try:
+            _owner(s, str(key))
+        except KeyError:
+            unknown.append(key)
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(map(str, unknown))}; settings are {setting_keys(s)}")
+    direct = {k: v for k, v in changes.items() if "." not in k}
+    nested: dict[str, dict[str, Any]] = {}
+    for key, value in changes.items():
+        if "." in key:
+            head, _, rest = key.partition(".")
+            nested.setdefault(head, {})[rest] = value
+    direct.update({head: replace_settings(getattr(s, head), sub) for head, sub in nested.items()})
+    return dataclasses.replace(s, **direct) if direct else s
 
 
 def settings(budgets: Mapping[str, S], budget: str | None = None, **overrides: Any) -> S:
     """The settings of ``budget`` (default ``$EQLIB_BUDGET``, else ``"laptop"``) in
-    ``budgets``, with ``overrides`` of its fields.
+    ``budgets``, with ``overrides`` of its fields; a nested field by its dotted key
+    (``settings(BUDGETS, "laptop", **{"train.epochs": 2})``, :func:`replace_settings`).
 
     Raises:
-        ValueError: for an unknown budget or an override that is not a field (or is ``name``).
+        ValueError: for an unknown budget or an override that is not a setting (or is ``name``).
 
     Chapters: Part III, *Experiments*.
     """
@@ -81,24 +135,7 @@ def settings(budgets: Mapping[str, S], budget: str | None = None, **overrides: A
     name = select_budget(budget)
     if name not in budgets:
         raise ValueError(f"budget {name!r} is not declared; choose one of {list(budgets)}")
-    s = budgets[name]
-    names = _fields(s)
-    unknown = set(overrides) - set(names)
-    if unknown or "name" in overrides:
-        bad = sorted(unknown | ({"name"} & set(overrides)))
-        raise ValueError(f"unknown settings {bad}; fields are {[n for n in names if n != 'name']}")
-    return dataclasses.replace(s, **overrides) if overrides else s
-
-
-def settings_dict(s: Any) -> dict[str, Any]:
-    """A settings dataclass as a JSON-ready dict (tuples become lists), as recorded in runs.
-
-    Chapters: Part III, *Experiments*.
-    """
-    if not dataclasses.is_dataclass(s) or isinstance(s, type):
-        raise TypeError(f"expected a settings dataclass instance, got {type(s).__name__}")
-    return {k: (list(v) if isinstance(v, tuple) else v)
-            for k, v in dataclasses.asdict(s).items()}
+    return replace_settings(budgets[name], overrides)
 
 
 _KINDS = {"bool": bool, "int": int, "float": float, "str": str}
@@ -141,9 +178,12 @@ def _typed(text: str, current: Any, key: str, field_type: Any) -> Any:
         if low not in ("true", "false", "1", "0"):
             raise ValueError("expected true/false or 1/0")
         return low in ("true", "1")
+    if current is None and text.lower() == "none":
+        return None
+    if current is None and "tuple" not in str(field_type):  # an optional number: ``float | None``
+        kinds = _element_kinds((), field_type)
+        return _element(text, tuple(k for k in kinds if k is not str) or kinds, frozenset())
     if isinstance(current, tuple) or current is None:
-        if current is None and text.lower() == "none":
-            return None
         kinds = _element_kinds(current, field_type)
         # strings beside numbers are tokens: only those the default uses
         mixed = str in kinds and len(kinds) > 1 and bool(current)
@@ -176,14 +216,17 @@ def parse_setting(assignment: str, base: Any) -> tuple[str, Any]:
     """
     if not isinstance(assignment, str):
         raise TypeError(f"a setting must be a 'KEY=VALUE' string, got {assignment!r}")
-    names = _fields(base)
     key, sep, text = assignment.partition("=")
     key, text = key.strip(), text.strip()
-    if not sep or key not in names or key == "name":
+    try:
+        if not sep:
+            raise KeyError(key)
+        owner, field = _owner(base, key)
+    except KeyError:
         raise ValueError(f"expected KEY=VALUE with KEY a setting, got {assignment!r}; "
-                         f"settings are {[n for n in names if n != 'name']}")
-    current = getattr(base, key)
-    field_type = next(f.type for f in dataclasses.fields(base) if f.name == key)
+                         f"settings are {setting_keys(base)}") from None
+    current = getattr(owner, field)
+    field_type = next(f.type for f in dataclasses.fields(owner) if f.name == field)
     try:
         return key, _typed(text, current, key, field_type)
     except ValueError as e:
@@ -406,243 +449,132 @@ def _default_outputs(prog: str, args: argparse.Namespace) -> list[str]:
     return names
 
 
-# --------------------------------------------------------------------------- outputs
-
-def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain-text table (columns padded, a rule under the header), as a command line
-    prints at the end of a run; ``None`` cells are shown as ``–``.
-
-    Chapters: Part III, *Experiments*.
-    """
-    cells = [[str(h) for h in header]] + [["–" if c is None else str(c) for c in r] for r in rows]
-    width = max(len(r) for r in cells)
-    cells = [r + [""] * (width - len(r)) for r in cells]
-    sizes = [max(len(r[i]) for r in cells) for i in range(width)]
-    lines = ["  ".join(c.ljust(n) for c, n in zip(r, sizes)).rstrip() for r in cells]
-    lines.insert(1, "  ".join("-" * n for n in sizes))
-    return "\n".join(lines)
+# --------------------------------------------------------------------------- one command line
 
 
-class OutputsKept(OSError, ValueError):
-    """The outputs of a run could not all be moved into ``--out``; they are kept in
-    ``kept`` (a folder), which the message names. An ``OSError`` (and a ``ValueError``,
-    for a target name in the way).
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """What the command line hands an experiment's ``run`` besides its settings: ``budget``
+    (the name, for output names), ``device``,
+    ``seeds`` (``seeds_given``: whether ``--seed``/``--seeds`` was given), ``parts``,
+    ``data`` (the CIFAR-10 folder), ``download``, ``progress``, ``overrides`` (the ``--set``
+    assignments as given), ``command`` (the command line, to record) and ``flags`` (the
+    experiment's own flags, by destination).
 
     Chapters: Part III, *Experiments*.
     """
 
-    def __init__(self, errno_: int | None, message: str, kept: Path | None = None):
-        super().__init__(errno_ or errno.EIO, message)
-        self.kept = kept
-
-    def __str__(self) -> str:
-        return str(self.strerror)
-
-def output_name(stem: str, budget: str, seed: int | None = None, suffix: str = ".json") -> str:
-    """The file name of an experiment's output: ``<stem>_<budget>_seed<seed><suffix>`` for a
-    single-seed run (so runs with different seeds never overwrite each other), and
-    ``<stem>_<budget><suffix>`` for outputs that are not one seed's (``seed=None``, e.g. a
-    record over several seeds).
-
-    Chapters: Part III, *Experiments*.
-    """
-    for name, value in (("stem", stem), ("budget", budget), ("suffix", suffix)):
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must be a str, got {value!r}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ValueError(f"seed must be an integer >= 0 or None, got {seed!r}")
-    name = f"{stem}_{budget}" + ("" if seed is None else f"_seed{seed}") + suffix
-    if "/" in name or "\\" in name or name.startswith("."):
-        raise ValueError(f"output name {name!r} must be a plain file name")
-    return name
+    budget: str = "laptop"
+    device: str | None = None
+    seeds: tuple[int, ...] = (0,)
+    seeds_given: bool = False
+    parts: tuple[str, ...] = ()
+    data: str | None = None
+    download: bool | None = None
+    progress: bool = False
+    overrides: tuple[str, ...] = ()
+    command: str = ""
+    flags: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def check_targets(out: str | os.PathLike, names: Iterable[str], argument: str = "--out") -> list[Path]:
-    """Check, before any work, that each of ``names`` can be written in folder ``out``: a
-    plain file name whose target is absent or a regular file (a folder, or a link to one,
-    there would fail only after all the work).
-
-    Raises:
-        ValueError: naming ``argument``, the target and what to do.
+@runtime_checkable
+class Experiment(Protocol):
+    """What :func:`main` needs of an experiment: its command line's ``prog``,
+    ``description``, ``epilog``, ``parts`` (``default_parts``: those run without
+    ``--parts``; None: all), ``budgets`` (name → settings), ``progress`` (the default of
+    ``--progress``) and ``flags`` (its own flags: ``{"--flag": argparse keywords}``);
+    ``settings(budget, **overrides)``; ``outputs(settings, options)``, the file names a run
+    writes (checked before any work; a ValueError there is a usage error);
+    ``run(settings, out, options) -> dict``, which does the work and writes the outputs
+    into ``out`` (:func:`write_outputs`); and ``summary(record)``, the lines printed at the end.
 
     Chapters: Part III, *Experiments*.
     """
-    out = Path(out)
-    targets = []
-    for name in names:
-        if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
-            raise ValueError(f"{argument}: output name {name!r} must be a plain file name")
-        target = out / name
-        if target.is_dir() or (target.exists() and not target.is_file()):
-            raise ValueError(f"{argument}: the output {str(target)!r} exists and is not a regular file "
-                             "(a folder?); remove or rename it, or choose another --out")
-        targets.append(target)
-    return targets
+
+    prog: str
+    description: str
+    epilog: str | None
+    parts: tuple[str, ...]
+    default_parts: tuple[str, ...] | None
+    budgets: Mapping[str, Any]
+    progress: bool
+    flags: Mapping[str, Mapping[str, Any]]
+
+    def settings(self, budget: str | None = None, **overrides: Any) -> Any: ...
+
+    def outputs(self, settings: Any, options: RunOptions) -> list[str]: ...
+
+    def run(self, settings: Any, out: Path, options: RunOptions) -> dict[str, Any]: ...
+
+    def summary(self, record: Mapping[str, Any]) -> str: ...
 
 
-@contextlib.contextmanager
-def staged_outputs(out: str | os.PathLike, names: Iterable[str] = ()) -> Iterator[Path]:
-    """Write an experiment's outputs (figures, JSON) into a fresh temporary folder beside
-    ``out`` and move them into ``out`` at once when the block ends without an error.
-
-    ``names`` (the outputs known in advance) are checked first (:func:`check_targets`);
-    every file in the staging folder is checked again before any is moved, so a bad
-    target fails before anything lands in ``out``. If the block raises, the staged files
-    stay in the staging folder and a note on the error names it; if a late check or a
-    move fails (``out`` turned read-only, the disk filled), :class:`OutputsKept` names
-    it: nothing computed is lost. On success the staging folder is removed.
-
-    Usage::
-
-        with protocol.staged_outputs(args.out, [json_name]) as stage:
-            fig.savefig(stage / "figure.png")
-            protocol.write_json(stage / json_name, results)
+@dataclasses.dataclass(frozen=True)
+class ExperimentCLI:
+    """An :class:`Experiment` assembled from an experiment module's functions (see there
+    for the fields).
 
     Chapters: Part III, *Experiments*.
     """
-    out = writable_folder(out)
-    names = list(names)
-    check_targets(out, names)
-    stage = None
-    for parent in (out.parent, out):  # beside out; inside it if its parent is not writable
-        try:
-            stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=parent))
-            break
-        except OSError:
-            continue
-    if stage is None:
-        raise ValueError(f"--out {str(out)!r}: no temporary folder can be made beside or inside it")
+
+    prog: str
+    description: str
+    budgets: Mapping[str, Any]
+    settings: Callable[..., Any]
+    outputs: Callable[[Any, RunOptions], list[str]]
+    run: Callable[[Any, Path, RunOptions], dict[str, Any]]
+    summary: Callable[[Mapping[str, Any]], str]
+    epilog: str | None = None
+    parts: tuple[str, ...] = ()
+    default_parts: tuple[str, ...] | None = None
+    progress: bool = True
+    flags: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+
+
+def main(experiment: Experiment, argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """The one command line of every experiment: build the parser (:func:`build_parser`
+    with the experiment's flags), read ``--budget``, ``--set`` (dotted keys reach nested
+    settings: ``--set train.lr=0.01``), ``--seed``/``--seeds``, ``--parts``, ``--out`` and
+    the rest (:func:`parse_args`: a bad ``--out``, setting or output name fails before any
+    work), run ``experiment.run(settings, out, options)``, print ``experiment.summary`` of
+    the record and the outputs written. When the outputs cannot be moved into ``--out``
+    (:class:`OutputsKept`), prints the summary (when the error carries the ``record``) and
+    where they are kept, and exits with status 1.
+
+    Chapters: Part III, *Experiments*.
+    """
+    import shlex
+    import sys
+
+    if not isinstance(experiment, Experiment):
+        raise TypeError(f"experiment must provide the Experiment protocol, got {type(experiment).__name__}")
+    argv_list = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
+    parser = build_parser(experiment.prog, experiment.description, experiment.parts,
+                          progress=experiment.progress, default_parts=experiment.default_parts,
+                          epilog=experiment.epilog, budgets=tuple(experiment.budgets))
+    for flag, keywords in dict(experiment.flags).items():
+        parser.add_argument(flag, **keywords)
+    seeds_given = any(a.split("=")[0] in ("--seed", "--seeds") for a in argv_list)
+    flag_names = [parser._option_string_actions[f].dest for f in experiment.flags]
+    chosen: dict[str, Any] = {}
+
+    def outputs(args: argparse.Namespace) -> list[str]:  # checked before any work
+        chosen["options"] = RunOptions(
+            budget=args.budget, device=args.device, seeds=tuple(args.seeds), seeds_given=seeds_given, parts=tuple(args.parts),
+            data=args.data, download=args.download, progress=args.progress, overrides=tuple(args.set),
+            command=f"{experiment.prog} {shlex.join(argv_list)}".strip(),
+            flags={name: getattr(args, name) for name in flag_names})
+        chosen["settings"] = experiment.settings(args.budget, **args.overrides)
+        chosen["names"] = list(experiment.outputs(chosen["settings"], chosen["options"]))
+        return chosen["names"]
+
+    args = parse_args(parser, argv_list, experiment.budgets, outputs=outputs)
     try:
-        yield stage
-    except BaseException as exc:
-        if any(stage.iterdir()):
-            exc.add_note(f"the outputs written so far are kept in {str(stage)!r}")
-        else:
-            stage.rmdir()
-        raise
-    staged = sorted(p.name for p in stage.iterdir())
-    try:
-        check_targets(out, staged)
-    except ValueError as exc:
-        raise OutputsKept(errno.EEXIST, f"{exc}; the outputs are kept in {str(stage)!r}", stage) from None
-    moved = []
-    try:
-        for name in staged:
-            os.replace(stage / name, out / name)
-            moved.append(name)
-    except OSError as exc:
-        raise OutputsKept(exc.errno, f"could not move the outputs into {str(out)!r} ({exc.strerror or exc}); "
-                          f"moved {moved}, the rest are kept in {str(stage)!r}", stage) from exc
-    stage.rmdir()
-
-
-def write_outputs(out: str | os.PathLike, record_name: str, record: Any,
-                  figures: Mapping[str, Any] = (), dpi: int = 110) -> list[Path]:
-    """Write a run's JSON ``record_name`` (:func:`write_json`) and its ``figures``
-    (``{file name: matplotlib figure}``, saved as PNG and closed) into ``out`` through
-    :func:`staged_outputs`: all are written into a temporary folder beside ``out`` (the
-    JSON first), their names checked, then moved in at once.
-
-    Returns:
-        The paths in ``out``, the JSON first.
-
-    Raises:
-        OutputsKept: when anything fails on the way (a target name in the way, ``out``
-            read-only, the disk full): the message names the folder where every output
-            written so far is kept (and a rescue copy of the JSON, if one was needed).
-
-    Chapters: Part III, *Experiments*.
-    """
-    import matplotlib.pyplot as plt
-
-    figures = dict(figures)
-    names = [record_name] + list(figures)
-
-    def write_all(folder: Path) -> None:
-        write_json(folder / record_name, record)  # the numbers first
-        for name, fig in figures.items():
-            fig.savefig(folder / name, dpi=dpi, bbox_inches="tight")
-
-    stage: Path | None = None
-    try:
-        # the names were checked before the work; staged_outputs checks them again before moving
-        with staged_outputs(out) as stage:
-            write_all(stage)
-    except OutputsKept:
-        raise
-    except (OSError, ValueError) as exc:
-        kept = stage if stage is not None and stage.is_dir() and any(stage.iterdir()) else None
-        if kept is None:  # nothing staged (no staging folder, or the write failed at once): try again elsewhere
-            for parent in (Path(out).parent, None):
-                try:
-                    folder = Path(tempfile.mkdtemp(prefix="eqlib-rescue-", dir=parent))
-                    write_all(folder)
-                    kept = folder
-                    break
-                except (OSError, ValueError):
-                    continue
-        where = f"the outputs are kept in {str(kept)!r}" if kept else "they could not be kept anywhere"
-        raise OutputsKept(getattr(exc, "errno", None),
-                          f"could not write the outputs into {str(out)!r} ({exc}); {where}", kept) from exc
-    finally:
-        for fig in figures.values():
-            plt.close(fig)
-    return [Path(out) / n for n in names]
-
-
-def numbers_differ(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0,
-                   path: str = "") -> list[str]:
-    """The places where two JSON-like trees differ (numbers within ``rtol``/``atol`` agree;
-    NaN equals NaN). An empty list means they agree.
-
-    Chapters: Part III, *Experiments*.
-    """
-    if isinstance(a, bool) or isinstance(b, bool):
-        same = isinstance(a, bool) and isinstance(b, bool) and a == b
-        return [] if same else [f"{path or '.'}: {a!r} != {b!r}"]
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        if math.isnan(a) and math.isnan(b):
-            return []
-        return [] if math.isclose(a, b, rel_tol=rtol, abs_tol=atol) else [
-            f"{path or '.'}: {a!r} != {b!r}"]
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        out = [f"{path}.{k}: only in the first" for k in a if k not in b]
-        out += [f"{path}.{k}: only in the second" for k in b if k not in a]
-        for k in a:
-            if k in b:
-                out += numbers_differ(a[k], b[k], rtol, atol, f"{path}.{k}")
-        return out
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        if len(a) != len(b):
-            return [f"{path or '.'}: lengths {len(a)} != {len(b)}"]
-        return [d for i, (x, y) in enumerate(zip(a, b))
-                for d in numbers_differ(x, y, rtol, atol, f"{path}[{i}]")]
-    return [] if a == b else [f"{path or '.'}: {a!r} != {b!r}"]
-
-
-def check_recorded(record: Mapping[str, Any], budget_settings: Any,
-                   allowed_changes: Iterable[str] = (), required: Sequence[str] = ()) -> None:
-    """Assert that a recorded run was made with ``budget_settings`` (a settings dataclass)
-    up to the fields in ``allowed_changes``, and holds the keys ``required``.
-
-    Every experiment's test calls this on its recorded JSONs, so that changing a budget
-    without recording again fails the tests.
-
-    Raises:
-        AssertionError: listing the settings that differ (and the missing keys).
-
-    Chapters: Part III, *Experiments*.
-    """
-    expected = settings_dict(budget_settings)
-    got = record.get("settings")
-    if not isinstance(got, Mapping):
-        raise AssertionError("the record has no 'settings' dict")
-    allowed = set(allowed_changes)
-    diffs = [d for k in set(expected) | set(got) if k not in allowed
-             for d in numbers_differ(got.get(k, "<missing>"), expected.get(k, "<missing>"),
-                                     path=f"settings.{k}")]
-    missing = [k for k in required if k not in record]
-    if diffs or missing:
-        raise AssertionError(
-            "the recorded run does not match the current budget "
-            f"(record it again): differences {sorted(diffs)}; missing keys {missing}")
+        record = experiment.run(chosen["settings"], args.out, chosen["options"])
+    except OutputsKept as exc:
+        if getattr(exc, "record", None) is not None:
+            print(experiment.summary(exc.record))
+        raise SystemExit(f"error: {exc}") from None
+    print(experiment.summary(record))
+    print(f"wrote {', '.join(chosen['names'])} (and the figures) into {args.out}")
+    return record

@@ -10,26 +10,30 @@ non-finite numbers and checking the keys a chapter reads.
 :func:`~eqlib.experiments.records.load_recorded` reads the recorded runs the chapters show,
 which ship inside the package (``eqlib/recorded/``, read through
 ``importlib.resources``), so a chapter runs wherever its notebook is opened.
-:mod:`eqlib.experiments.protocol` re-exports every name.
+:func:`~eqlib.experiments.records.check_recorded` checks that a recorded run was made with
+a budget's settings (:func:`~eqlib.experiments.records.legacy_settings` reads settings that
+older code recorded flat). :mod:`eqlib.experiments.protocol` re-exports every name.
 
 Chapters: Part III, *Experiments* (book/part3).
 """
 from __future__ import annotations
 
+import dataclasses
 import errno
 import importlib.resources
 import json
 import math
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write
 from ..validation import check_bool, check_choice, show
 
-__all__ = ["NONFINITE_KEY", "RECORDS", "strict_json", "write_json", "load_json", "load_recorded"]
+__all__ = ["NONFINITE_KEY", "RECORDS", "strict_json", "write_json", "load_json", "load_recorded",
+           "settings_dict", "legacy_settings", "numbers_differ", "check_recorded"]
 
 
 #: the key under which :func:`~eqlib.experiments.records.write_json` notes the non-finite
@@ -243,3 +247,136 @@ def load_recorded(name: str, missing_ok: bool = False) -> dict[str, Any] | None:
                                 "recording (benchmarks/gpu_check.sh for the full budgets)")
     with importlib.resources.as_file(resource) as path:
         return load_json(path, required=RECORDS[name])
+
+
+# --------------------------------------------------------------------------- settings in records
+
+def _is_settings(s: Any) -> bool:
+    return dataclasses.is_dataclass(s) and not isinstance(s, type)
+
+
+def _fields(s: Any) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(s))
+
+
+def _listed(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_listed(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _listed(v) for k, v in value.items()}
+    return value
+
+
+def settings_dict(s: Any) -> dict[str, Any]:
+    """A settings dataclass as a JSON-ready dict (nested settings as nested dicts, tuples
+    as lists), as recorded in runs.
+
+    Chapters: Part III, *Experiments*.
+    """
+    if not _is_settings(s):
+        raise TypeError(f"expected a settings dataclass instance, got {type(s).__name__}")
+    return _listed(dataclasses.asdict(s))
+
+
+def legacy_settings(flat: Mapping[str, Any], base: Any) -> dict[str, Any]:
+    """Settings recorded flat by older code, as the nested dict of ``base``'s type
+    (:func:`settings_dict`), for :func:`check_recorded`.
+
+    Older runs recorded the training knobs (``epochs``, ``lr``, …) beside the others; now
+    they live in a nested settings dataclass (``train``, an :class:`eqlib.train.TrainConfig`).
+    A flat key goes where ``base`` has it: a field of ``base``, else of one of its nested
+    settings (``"lr"`` → ``train.lr``), else under the new name that the settings class's
+    ``LEGACY_NAMES`` (``{old key: dotted key}``) gives; a key found nowhere stays at the
+    top, so the comparison reports it. Nested fields the flat record does not hold were
+    fixed in code when it was made: they are taken from ``base``.
+
+    Chapters: Part III, *Experiments*.
+    """
+    out = settings_dict(base)
+    renamed = dict(getattr(type(base), "LEGACY_NAMES", {}))
+    blocks = [n for n in _fields(base) if _is_settings(getattr(base, n))]
+    for key, value in flat.items():
+        key = renamed.get(key, key)
+        block = next((b for b in blocks if key not in out and key in _fields(getattr(base, b))), None)
+        if block is not None:
+            key = f"{block}.{key}"
+        head, dot, rest = key.partition(".")
+        if dot and isinstance(out.get(head), dict):
+            out[head][rest] = value
+        else:
+            out[key] = value
+    return out
+
+
+def numbers_differ(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0,
+                   path: str = "") -> list[str]:
+    """The places where two JSON-like trees differ (numbers within ``rtol``/``atol`` agree;
+    NaN equals NaN). An empty list means they agree.
+
+    Chapters: Part III, *Experiments*.
+    """
+    if isinstance(a, bool) or isinstance(b, bool):
+        same = isinstance(a, bool) and isinstance(b, bool) and a == b
+        return [] if same else [f"{path or '.'}: {a!r} != {b!r}"]
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if math.isnan(a) and math.isnan(b):
+            return []
+        return [] if math.isclose(a, b, rel_tol=rtol, abs_tol=atol) else [
+            f"{path or '.'}: {a!r} != {b!r}"]
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        out = [f"{path}.{k}: only in the first" for k in a if k not in b]
+        out += [f"{path}.{k}: only in the second" for k in b if k not in a]
+        for k in a:
+            if k in b:
+                out += numbers_differ(a[k], b[k], rtol, atol, f"{path}.{k}")
+        return out
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return [f"{path or '.'}: lengths {len(a)} != {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b))
+                for d in numbers_differ(x, y, rtol, atol, f"{path}[{i}]")]
+    return [] if a == b else [f"{path or '.'}: {a!r} != {b!r}"]
+
+
+def _dotted(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested settings dict flattened to dotted keys (``{"train.lr": 0.001, ...}``)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_dotted(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def check_recorded(record: Mapping[str, Any], budget_settings: Any,
+                   allowed_changes: Iterable[str] = (), required: Sequence[str] = ()) -> None:
+    """Assert that a recorded run was made with ``budget_settings`` (a settings dataclass)
+    up to the fields in ``allowed_changes`` (dotted keys for nested settings,
+    ``"train.epochs"``), and holds the keys ``required``. Settings recorded flat by older
+    code are read with :func:`legacy_settings`.
+
+    Every experiment's test calls this on its recorded JSONs, so that changing a budget
+    without recording again fails the tests.
+
+    Raises:
+        AssertionError: listing the settings that differ (and the missing keys).
+
+    Chapters: Part III, *Experiments*.
+    """
+    expected = settings_dict(budget_settings)
+    got = record.get("settings")
+    if not isinstance(got, Mapping):
+        raise AssertionError("the record has no 'settings' dict")
+    if any(isinstance(v, dict) and not isinstance(got.get(k), Mapping) for k, v in expected.items()):
+        got = legacy_settings(got, budget_settings)  # recorded flat, by older code
+    expected, got = _dotted(expected), _dotted(got)
+    allowed = set(allowed_changes)
+    diffs = [d for k in set(expected) | set(got) if k not in allowed
+             for d in numbers_differ(got.get(k, "<missing>"), expected.get(k, "<missing>"),
+                                     path=f"settings.{k}")]
+    missing = [k for k in required if k not in record]
+    if diffs or missing:
+        raise AssertionError(
+            "the recorded run does not match the current budget "
+            f"(record it again): differences {sorted(diffs)}; missing keys {missing}")
