@@ -31,10 +31,11 @@ from ..images import patchify, prepare_images, unpatchify
 from ..latent.attention import patch_mirror_action, recover_attention_action
 from ..models import AttentionNetwork
 from ..train import TrainConfig, TrainResult, cached_train, image_preset
-from .cifar_setup import _FIELDS, Settings, _data_spec, train_networks
+from . import protocol
+from .cifar_setup import Settings, _data_spec, train_networks
 from ..validation import check_tensor
 
-__all__ = ["ABLATION_PROBES", "ABLATION_VARIANTS", "ablation", "emergence", "PatchAttentionAutoencoder",
+__all__ = ["ABLATION_PROBES", "ABLATION_VARIANTS", "ablation", "ablation_settings", "attention_config", "emergence", "PatchAttentionAutoencoder",
            "attention_experiment"]
 
 
@@ -46,16 +47,37 @@ ABLATION_PROBES = 10_000
 ABLATION_VARIANTS: dict[str, dict[str, Any]] = {
     "base": {},
     "default first-layer init (×10)": {"first_init_scale": 1.0},
-    "no weight decay": {"weight_decay": 0.0},
-    "strong weight decay (0.5)": {"weight_decay": 0.5},
-    "no penalty": {"penalty_weight": 0.0},
-    "abrupt penalty (no ramp)": {"penalty_ramp": 0.0},
-    "penalty weight ×10": {"penalty_weight": 10.0},
+    "no weight decay": {"train.weight_decay": 0.0},
+    "strong weight decay (0.5)": {"train.weight_decay": 0.5},
+    "no penalty": {"train.penalty_weight": 0.0},
+    "abrupt penalty (no ramp)": {"train.penalty_ramp": 0.0},
+    "penalty weight ×10": {"train.penalty_weight": 10.0},
     "2× epochs": {"epochs_factor": 2},
     "2× width": {"width_factor": 2},
     "smaller first-layer init (×0.1)": {"first_init_scale": 0.01},
     "5× epochs": {"epochs_factor": 5},
 }
+
+
+def ablation_settings(s: Settings, change: dict[str, Any], n_train: int, label: str = "") -> Settings:
+    """The settings one ablation variant trains with: ``s`` at the ablation's scale
+    (``n_train`` images, ``s.ablation_epochs`` epochs times ``epochs_factor``, no snapshots,
+    the hidden widths times ``width_factor``) with the variant's ``change`` (keys of
+    :func:`eqlib.experiments.protocol.setting_keys`, e.g. ``train.weight_decay``).
+
+    Raises:
+        ValueError: naming the variant ``label``, for a key that is not a setting.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    change = dict(change)
+    ef, wf = change.pop("epochs_factor", 1), change.pop("width_factor", 1)
+    bad = [k for k in change if k not in protocol.setting_keys(s)]
+    if bad:
+        raise ValueError(f"unknown ablation keys {sorted(bad)} in variant {label!r}")
+    return protocol.replace_settings(s, {"n_train": n_train, "train.epochs": s.ablation_epochs * ef,
+                                         "train.snapshot_every": 0, "hidden": tuple(int(h * wf) for h in s.hidden),
+                                         **change})
 
 
 def ablation(s: Settings, train: CIFAR10, test: CIFAR10, variants: dict[str, dict[str, Any]] | None = None,
@@ -65,7 +87,8 @@ def ablation(s: Settings, train: CIFAR10, test: CIFAR10, variants: dict[str, dic
     """What makes the first-layer action emerge: retrain one network with one change at a time.
 
     Runs at the ablation scale (``s.ablation_n_train`` images, ``s.ablation_epochs``
-    epochs). Each variant's keys are :class:`~eqlib.experiments.cifar_setup.Settings` fields or
+    epochs). Each variant's keys are :class:`~eqlib.experiments.cifar_setup.Settings` keys (dotted for
+    the training, ``train.weight_decay``) or
     ``epochs_factor`` /
     ``width_factor``. For each variant: f_1 errors (horizontal and vertical, isotropic
     noise and test images), f_2∘f_1 horizontal error on noise, the share of matched
@@ -88,13 +111,9 @@ def ablation(s: Settings, train: CIFAR10, test: CIFAR10, variants: dict[str, dic
     n_probe = probe_samples or min(s.noise_samples, ABLATION_PROBES)
     rows = []
     for label, change in variants.items():
+        sv = ablation_settings(s, change, len(tr), label)
         change = dict(change)
         ef, wf = change.pop("epochs_factor", 1), change.pop("width_factor", 1)
-        bad = set(change) - set(_FIELDS)
-        if bad:
-            raise ValueError(f"unknown ablation keys {sorted(bad)} in variant {label!r}")
-        sv = dataclasses.replace(s, n_train=len(tr), epochs=s.ablation_epochs * ef, snapshot_every=0,
-                                 hidden=tuple(int(h * wf) for h in s.hidden), **change)
         t0 = time.perf_counter()
         res = train_networks(sv, tr, None, seed=seed, device=device, progress=progress, names=[network])[network]
         seconds = time.perf_counter() - t0
@@ -178,6 +197,20 @@ class PatchAttentionAutoencoder(nn.Module):
         return unpatchify(self.attention(self.tokens(x)), (3, 32, 32), self.patch)
 
 
+def attention_config(s: Settings, seed: int = 0) -> TrainConfig:
+    """The attention autoencoder's :class:`eqlib.train.TrainConfig`: ``s.attention_epochs``
+    epochs at learning rate 3e-3 (warm-up and linear decay, no weight decay), with the
+    batch size, mirrors and equivariance penalty of ``s.train``.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    t = s.train
+    return TrainConfig(task="autoencode", epochs=s.attention_epochs, batch_size=t.batch_size, lr=3e-3,
+                       schedule="warmup_linear", augment_mirror=t.augment_mirror, penalty="equivariance",
+                       penalty_weight=t.penalty_weight, penalty_start=t.penalty_start, penalty_ramp=t.penalty_ramp,
+                       seed=seed)
+
+
 def attention_experiment(s: Settings, train: CIFAR10, test: CIFAR10, seed: int = 0,
                          device: str | torch.device | None = None, progress: bool = True) -> dict[str, Any]:
     """Train the attention autoencoder (mirror-equivariance penalty in the second half) and
@@ -193,10 +226,7 @@ def attention_experiment(s: Settings, train: CIFAR10, test: CIFAR10, seed: int =
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    cfg = TrainConfig(task="autoencode", epochs=s.attention_epochs, batch_size=s.batch_size, lr=3e-3,
-                      schedule="warmup_linear", augment_mirror=s.augment_mirror, penalty="equivariance",
-                      penalty_weight=s.penalty_weight, penalty_start=s.penalty_start, penalty_ramp=s.penalty_ramp,
-                      seed=seed)
+    cfg = attention_config(s, seed)
     build = lambda: PatchAttentionAutoencoder(s.attention_patch, s.attention_heads, seed=seed)  # noqa: E731
     res = cached_train(build, cfg, (train.images, None), data_spec=_data_spec(train, len(train), seed),
                        cache_key_extra={"experiment": "cifar_mlp/attention"}, device=device, progress=progress,

@@ -14,7 +14,6 @@ Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,13 @@ __all__ = ["Settings", "BUDGETS", "BUDGET_SETTINGS", "settings", "parse_setting"
            "train_config", "load_data", "train_networks", "load_results"]
 
 
+#: the training every network of the experiment starts from (AdamW-style decoupled weight
+#: decay, warm-up and linear decay, random mirrors, the soft mirror penalty ramped in from half-way)
+CIFAR_TRAIN = TrainConfig(task="classify", epochs=8, batch_size=128, lr=1e-3, optimizer="adam", weight_decay=1e-4,
+                          schedule="warmup_linear", augment_mirror=True, penalty="invariance", penalty_weight=1.0,
+                          penalty_start=0.5, penalty_ramp=0.2, snapshot_every=1)
+
+
 @dataclass(frozen=True)
 class Settings:
     """The knobs of one budget (see :data:`~eqlib.experiments.cifar_setup.BUDGET_SETTINGS`).
@@ -40,18 +46,18 @@ class Settings:
         name: ``"laptop"`` or ``"full"``.
         n_train, n_test: images used (stratified subsets when below 50,000 / 10,000).
         hidden: widths of the three hidden layers (d_1, d_2, d_3).
-        epochs, batch_size, lr, weight_decay: training (Adam, or AdamW when decaying).
-        schedule: learning-rate schedule (``"constant"`` or ``"warmup_linear"``).
+        train: the networks' :class:`eqlib.train.TrainConfig` (epochs, batch size, Adam
+            with decoupled weight decay, schedule, random mirrors, the soft mirror penalty,
+            ``snapshot_every`` epochs between checkpoints kept for
+            :func:`~eqlib.experiments.cifar_parts.emergence`);
+            :func:`~eqlib.experiments.cifar_setup.train_config` sets each network's task,
+            penalty kind and seed (``--set train.epochs=40``).
         first_init_scale: multiplies the first layer's initial weights (a departure from
             the paper's setting: the default init leaves a large random component in W_1
             along directions that carry little image variance, which isotropic probes see).
-        augment_mirror: random horizontal mirrors during training.
-        penalty_weight, penalty_start, penalty_ramp: the soft mirror penalty.
         noise_samples: isotropic-noise probes (half fit, half scored).
         cov_samples: probes with the images' covariance (``image_cov``).
         cov_images: training images whose covariance the ``image_cov`` probes share.
-        snapshot_every: epochs between checkpoints kept for
-        :func:`~eqlib.experiments.cifar_parts.emergence`.
         ablation_n_train, ablation_epochs: the (smaller) scale of
         :func:`~eqlib.experiments.cifar_parts.ablation`.
         ablation_variants: names of :data:`~eqlib.experiments.cifar_parts.ABLATION_VARIANTS`
@@ -66,20 +72,11 @@ class Settings:
     n_train: int
     n_test: int
     hidden: tuple[int, int, int]
-    epochs: int
-    batch_size: int = 128
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    schedule: str = "warmup_linear"
+    train: TrainConfig = CIFAR_TRAIN
     first_init_scale: float = 0.1
-    augment_mirror: bool = True
-    penalty_weight: float = 1.0
-    penalty_start: float = 0.5
-    penalty_ramp: float = 0.2
     noise_samples: int = 10_000
     cov_samples: int = 10_000
     cov_images: int = 2_000
-    snapshot_every: int = 1
     ablation_n_train: int = 2_000
     ablation_epochs: int = 6
     ablation_variants: tuple[str, ...] | None = None
@@ -88,18 +85,23 @@ class Settings:
     attention_heads: int = 4
     attention_patch: int = 4
 
+    def __post_init__(self):
+        if not isinstance(self.train, TrainConfig):
+            raise TypeError(f"Settings.train must be a TrainConfig, got {type(self.train).__name__}")
+
     def to_dict(self) -> dict[str, Any]:
         return protocol.settings_dict(self)
 
 
 #: ``laptop`` (the default): minutes on 2 CPU cores; ``full``: all 50,000 images, classifiers above 50 % test accuracy.
 BUDGET_SETTINGS: dict[str, Settings] = {
-    "laptop": Settings(name="laptop", n_train=4_000, n_test=2_000, hidden=(256, 128, 128), epochs=8,
+    "laptop": Settings(name="laptop", n_train=4_000, n_test=2_000, hidden=(256, 128, 128), train=CIFAR_TRAIN,
                    noise_samples=6_000, cov_samples=6_000, cov_images=1_000, ablation_n_train=1_500, ablation_epochs=5,
                    ablation_variants=("base", "default first-layer init (×10)", "strong weight decay (0.5)", "no penalty"),
                    attention_epochs=4),
-    "full": Settings(name="full", n_train=50_000, n_test=10_000, hidden=(512, 256, 256), epochs=15, batch_size=256,
-                     noise_samples=100_000, cov_samples=20_000, cov_images=2_000, snapshot_every=3,
+    "full": Settings(name="full", n_train=50_000, n_test=10_000, hidden=(512, 256, 256),
+                     train=CIFAR_TRAIN.replace(epochs=15, batch_size=256, snapshot_every=3),
+                     noise_samples=100_000, cov_samples=20_000, cov_images=2_000,
                      ablation_n_train=10_000, ablation_epochs=8, attention_epochs=4,
                      ablation_variants=("base", "default first-layer init (×10)", "smaller first-layer init (×0.1)",
                                         "strong weight decay (0.5)", "no penalty", "penalty weight ×10",
@@ -109,7 +111,6 @@ BUDGET_SETTINGS: dict[str, Settings] = {
 
 #: the protocol's name for :data:`~eqlib.experiments.cifar_setup.BUDGET_SETTINGS`
 BUDGETS = BUDGET_SETTINGS
-_FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
 
 
 def settings(budget: str | None = None, **overrides: Any) -> Settings:
@@ -158,16 +159,14 @@ def build_mlp(activation: str, task: str, hidden: Sequence[int] = (256, 128, 128
 
 
 def train_config(task: str, s: Settings, seed: int = 0, **overrides: Any) -> TrainConfig:
-    """The :class:`~eqlib.train.TrainConfig` of one network under settings ``s``.
+    """The :class:`~eqlib.train.TrainConfig` of one network under settings ``s``: ``s.train``
+    with the network's ``task``, its penalty (equivariance for an autoencoder, invariance
+    for a classifier) and ``seed``, then ``overrides``.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    cfg = TrainConfig(task=task, epochs=s.epochs, batch_size=s.batch_size, lr=s.lr, optimizer="adam",
-                      weight_decay=s.weight_decay, schedule=s.schedule, augment_mirror=s.augment_mirror,
-                      penalty="equivariance" if task == "autoencode" else "invariance",
-                      penalty_weight=s.penalty_weight, penalty_start=s.penalty_start, penalty_ramp=s.penalty_ramp,
-                      snapshot_every=s.snapshot_every, seed=seed)
-    return cfg.replace(**overrides) if overrides else cfg
+    penalty = "equivariance" if task == "autoencode" else "invariance"
+    return s.train.replace(task=task, penalty=penalty, seed=seed, **overrides)
 
 
 def load_data(s: Settings, root: str | None = None, seed: int = 0,

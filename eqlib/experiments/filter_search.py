@@ -12,21 +12,19 @@ defaults of
 line (writes
 ``filter_search_<budget>.json`` and figures of the filters)::
 
-    python -m eqlib.experiments.filter_search --budget full --seeds 0,1,2 --set epochs=20
+    python -m eqlib.experiments.filter_search --budget full --seeds 0,1,2 --set train.epochs=20
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -43,7 +41,18 @@ from .cifar_setup import build_mlp
 
 __all__ = ["SearchSettings", "SEARCH_VARIANTS", "SEARCH_KEYS", "SEARCH_BUDGETS", "BUDGETS", "settings",
            "filter_search", "search_config", "search_train", "search_summary", "search_figures", "search_html", "load_search",
-           "load_search_data", "search_record", "main"]
+           "load_search_data", "search_record", "main", "SEARCH_TRAIN", "search_text", "search_outputs",
+           "run_search", "EXPERIMENT"]
+
+
+#: the search's training (the chapter's protocol): AdamW-style decoupled decay, the first
+#: layer's apart, 5 % warm-up then cosine decay to 0, a fresh mirror draw per batch, the mirror
+#: penalty ramped in from half-way; ``penalty_noise`` the same penalty on isotropic noise
+SEARCH_TRAIN = TrainConfig(task="autoencode", epochs=15, batch_size=128, lr=1e-3, optimizer="adam",
+                           weight_decay=1e-4, first_weight_decay=1e-4, schedule="cosine", warmup=0.05,
+                           augment_mirror=True, augment_per_batch=True, penalty="equivariance",
+                           penalty_weight=1.0, penalty_start=0.5, penalty_ramp=0.2, penalty_noise=0.0,
+                           noise_std=1.0)
 
 
 @dataclass(frozen=True)
@@ -52,28 +61,32 @@ class SearchSettings:
     :func:`~eqlib.experiments.filter_search.filter_search` (a Tanh autoencoder of
     the chapter's architecture; about a minute on 2 CPU cores at the defaults). Each
     variant of :data:`~eqlib.experiments.filter_search.SEARCH_VARIANTS` changes some of these
-    fields.
+    settings (dotted keys for the training: ``train.first_weight_decay``).
 
     Attributes:
         n_train, n_test: images (stratified subsets).
-        hidden, epochs, batch_size, lr: the Tanh autoencoder and its training (AdamW).
-        schedule: ``"cosine"`` (5 % linear warm-up, then cosine decay to 0, so the run
-            ends converged at its learning rate) or ``"constant"``.
-        weight_decay: decoupled weight decay on every parameter but the first layer's weight.
-        first_weight_decay: decoupled weight decay on the first layer's weight only.
+        hidden: the Tanh autoencoder's hidden widths.
+        train: its :class:`eqlib.train.TrainConfig`
+            (:data:`~eqlib.experiments.filter_search.SEARCH_TRAIN`): epochs, batch size, lr;
+            ``schedule`` ``"cosine"`` (5 % linear warm-up, then cosine decay to 0, so the
+            run ends converged at its learning rate) or ``"constant"``; ``weight_decay``
+            (decoupled) on every parameter but the first layer's weight,
+            ``first_weight_decay`` on that weight; ``augment_mirror``, ``penalty_weight``,
+            ``penalty_start``, ``penalty_ramp`` as in
+            :class:`~eqlib.experiments.cifar_setup.Settings` (the penalty
+            ‖f(m x) − m f(x)‖² on the training images, a mean over coordinates);
+            ``penalty_noise``, the weight of the same penalty on isotropic Gaussian inputs
+            y ~ N(0, noise_std² I) in the network's input space, with the same ramp (0: the
+            paper's protocol, which penalises on images only). Older records call it
+            ``noise_penalty`` (``LEGACY_NAMES``).
+            :func:`~eqlib.experiments.filter_search.search_config` sets the penalty's kind,
+            the projection's name and the seed.
         first_init_scale: multiplies the first layer's initial weights.
         whiten: ``"none"`` (the networks' usual normalised input) or ``"zca"``: inputs
             x Z with the ZCA whitening of the mirror-symmetrised covariance
             (:func:`eqlib.analysis.whitening`), which commutes with the mirror; the
             autoencoder then reconstructs the whitened image.
         zca_eps: ε added to the eigenvalues before whitening.
-        augment_mirror, penalty_weight, penalty_start, penalty_ramp: as in
-        :class:`~eqlib.experiments.cifar_setup.Settings`
-            (the penalty ‖f(m x) − m f(x)‖² on the training images, a mean over coordinates).
-        noise_penalty: weight of the same penalty on isotropic Gaussian inputs
-            y ~ N(0, noise_std² I) in the network's input space, with the same ramp (0:
-            the paper's protocol, which penalises on images only).
-        noise_std: the standard deviation of those inputs.
         first_norm: 0 (off), or the norm every first-layer filter is rescaled to after each
             step (a projected gradient step). On unit isotropic noise a filter of norm c
             gives pre-activations of standard deviation c, so c ≳ 1 keeps Tanh out of its
@@ -85,30 +98,25 @@ class SearchSettings:
     Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
 
+    #: the settings older records name otherwise (``{old key: dotted key}``, read by
+    #: :func:`eqlib.experiments.records.legacy_settings`)
+    LEGACY_NAMES: ClassVar[dict[str, str]] = {"noise_penalty": "train.penalty_noise"}
+
     n_train: int = 10_000
     n_test: int = 2_000
     hidden: tuple[int, int, int] = (256, 128, 128)
-    epochs: int = 15
-    batch_size: int = 128
-    lr: float = 1e-3
-    schedule: str = "cosine"
-    weight_decay: float = 1e-4
-    first_weight_decay: float = 1e-4
+    train: TrainConfig = SEARCH_TRAIN
     first_init_scale: float = 0.1
     whiten: str = "none"
     zca_eps: float = 0.1
-    augment_mirror: bool = True
-    penalty_weight: float = 1.0
-    penalty_start: float = 0.5
-    penalty_ramp: float = 0.2
-    noise_penalty: float = 0.0
-    noise_std: float = 1.0
     first_norm: float = 0.0
     probes: int = 4_000
     subspace_k: int = 256
 
     def __post_init__(self):
-        for name in ("n_train", "n_test", "epochs", "batch_size", "probes", "subspace_k"):
+        if not isinstance(self.train, TrainConfig):
+            raise TypeError(f"SearchSettings.train must be a TrainConfig, got {type(self.train).__name__}")
+        for name in ("n_train", "n_test", "probes", "subspace_k"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -116,18 +124,13 @@ class SearchSettings:
             raise ValueError(f"hidden must be three positive widths, got {self.hidden!r}")
         if self.subspace_k > 3072:
             raise ValueError(f"subspace_k must be at most 3072, got {self.subspace_k}")
-        for name in ("lr", "noise_std", "first_init_scale", "zca_eps"):
+        for name in ("first_init_scale", "zca_eps"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("weight_decay", "first_weight_decay", "penalty_weight", "noise_penalty",
-                     "penalty_ramp", "first_norm"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)!r}")
-        if not 0 <= self.penalty_start <= 1:
-            raise ValueError(f"penalty_start is a fraction of training in [0, 1], "
-                             f"got {self.penalty_start!r}")
-        if self.schedule not in ("cosine", "constant"):
-            raise ValueError(f"schedule must be 'cosine' or 'constant', got {self.schedule!r}")
+        if not self.first_norm >= 0:
+            raise ValueError(f"first_norm must be ≥ 0, got {self.first_norm!r}")
+        if self.train.schedule not in ("cosine", "constant"):
+            raise ValueError(f"train.schedule must be 'cosine' or 'constant', got {self.train.schedule!r}")
         if self.whiten not in ("none", "zca"):
             raise ValueError(f"whiten must be 'none' or 'zca', got {self.whiten!r}")
 
@@ -138,43 +141,43 @@ SEARCH_VARIANTS: dict[str, dict[str, Any]] = {
     "chapter's protocol": {},
     "init ×1": {"first_init_scale": 1.0},
     "init ×3": {"first_init_scale": 3.0},
-    "noise penalty": {"noise_penalty": 1.0},
-    "init ×1, noise penalty": {"first_init_scale": 1.0, "noise_penalty": 1.0},
-    "init ×3, noise penalty": {"first_init_scale": 3.0, "noise_penalty": 1.0},
-    "first-layer decay 5": {"first_weight_decay": 5.0},
+    "noise penalty": {"train.penalty_noise": 1.0},
+    "init ×1, noise penalty": {"first_init_scale": 1.0, "train.penalty_noise": 1.0},
+    "init ×3, noise penalty": {"first_init_scale": 3.0, "train.penalty_noise": 1.0},
+    "first-layer decay 5": {"train.first_weight_decay": 5.0},
     "ZCA input": {"whiten": "zca"},
-    "init ×1, both penalties ×10": {"first_init_scale": 1.0, "penalty_weight": 10.0,
-                                    "noise_penalty": 10.0},
-    "init ×1, noise penalty from the start": {"first_init_scale": 1.0, "noise_penalty": 1.0,
-                                              "penalty_start": 0.0, "penalty_ramp": 0.1},
+    "init ×1, both penalties ×10": {"first_init_scale": 1.0, "train.penalty_weight": 10.0,
+                                    "train.penalty_noise": 10.0},
+    "init ×1, noise penalty from the start": {"first_init_scale": 1.0, "train.penalty_noise": 1.0,
+                                              "train.penalty_start": 0.0, "train.penalty_ramp": 0.1},
     "filters of norm 1": {"first_norm": 1.0},
     "filters of norm 3": {"first_norm": 3.0},
-    "filters of norm 1, both penalties ×10": {"first_norm": 1.0, "penalty_weight": 10.0,
-                                              "noise_penalty": 10.0},
+    "filters of norm 1, both penalties ×10": {"first_norm": 1.0, "train.penalty_weight": 10.0,
+                                              "train.penalty_noise": 10.0},
     "filters of norm 1, both penalties ×10 from the start": {
-        "first_norm": 1.0, "penalty_weight": 10.0, "noise_penalty": 10.0, "penalty_start": 0.0,
-        "penalty_ramp": 0.1},
-    "first-layer decay 5, penalty ×10": {"first_weight_decay": 5.0, "penalty_weight": 10.0},
-    "first-layer decay 5, penalty ×100": {"first_weight_decay": 5.0, "penalty_weight": 100.0},
-    "first-layer decay 5, both penalties ×10": {"first_weight_decay": 5.0, "penalty_weight": 10.0,
-                                                "noise_penalty": 10.0},
-    "first-layer decay 50, penalty ×100": {"first_weight_decay": 50.0, "penalty_weight": 100.0},
-    "first-layer decay 5, penalty ×1000": {"first_weight_decay": 5.0, "penalty_weight": 1000.0},
-    "first-layer decay 5, both penalties ×100": {"first_weight_decay": 5.0,
-                                                 "penalty_weight": 100.0, "noise_penalty": 100.0},
-    "first-layer decay 50, penalty ×30": {"first_weight_decay": 50.0, "penalty_weight": 30.0},
+        "first_norm": 1.0, "train.penalty_weight": 10.0, "train.penalty_noise": 10.0, "train.penalty_start": 0.0,
+        "train.penalty_ramp": 0.1},
+    "first-layer decay 5, penalty ×10": {"train.first_weight_decay": 5.0, "train.penalty_weight": 10.0},
+    "first-layer decay 5, penalty ×100": {"train.first_weight_decay": 5.0, "train.penalty_weight": 100.0},
+    "first-layer decay 5, both penalties ×10": {"train.first_weight_decay": 5.0, "train.penalty_weight": 10.0,
+                                                "train.penalty_noise": 10.0},
+    "first-layer decay 50, penalty ×100": {"train.first_weight_decay": 50.0, "train.penalty_weight": 100.0},
+    "first-layer decay 5, penalty ×1000": {"train.first_weight_decay": 5.0, "train.penalty_weight": 1000.0},
+    "first-layer decay 5, both penalties ×100": {"train.first_weight_decay": 5.0,
+                                                 "train.penalty_weight": 100.0, "train.penalty_noise": 100.0},
+    "first-layer decay 50, penalty ×30": {"train.first_weight_decay": 50.0, "train.penalty_weight": 30.0},
     "first-layer decay 50, penalty ×100 from the start": {
-        "first_weight_decay": 50.0, "penalty_weight": 100.0, "penalty_start": 0.0,
-        "penalty_ramp": 0.1},
+        "train.first_weight_decay": 50.0, "train.penalty_weight": 100.0, "train.penalty_start": 0.0,
+        "train.penalty_ramp": 0.1},
     "first-layer decay 50, both penalties ×100": {
-        "first_weight_decay": 50.0, "penalty_weight": 100.0, "noise_penalty": 100.0},
+        "train.first_weight_decay": 50.0, "train.penalty_weight": 100.0, "train.penalty_noise": 100.0},
     "first-layer decay 5, penalty ×100 from the start": {
-        "first_weight_decay": 5.0, "penalty_weight": 100.0, "penalty_start": 0.0,
-        "penalty_ramp": 0.1},
+        "train.first_weight_decay": 5.0, "train.penalty_weight": 100.0, "train.penalty_start": 0.0,
+        "train.penalty_ramp": 0.1},
     "first-layer decay 20, both penalties ×100": {
-        "first_weight_decay": 20.0, "penalty_weight": 100.0, "noise_penalty": 100.0},
+        "train.first_weight_decay": 20.0, "train.penalty_weight": 100.0, "train.penalty_noise": 100.0},
     "first-layer decay 30, both penalties ×100": {
-        "first_weight_decay": 30.0, "penalty_weight": 100.0, "noise_penalty": 100.0},
+        "train.first_weight_decay": 30.0, "train.penalty_weight": 100.0, "train.penalty_noise": 100.0},
 }
 
 #: the numbers :func:`~eqlib.experiments.filter_search.filter_search` summarises over seeds
@@ -191,7 +194,7 @@ SEARCH_KEYS = ("categorised_first64", "symmetric_first64", "pairs_first64",
 #: :class:`~eqlib.experiments.filter_search.SearchSettings`, about a minute per
 #: run on 2 CPU cores); ``laptop`` (the default): fewer images, epochs and probes, for a try
 SEARCH_BUDGETS: dict[str, SearchSettings] = {
-    "laptop": SearchSettings(n_train=2_000, n_test=1_000, epochs=5, probes=2_000),
+    "laptop": SearchSettings(n_train=2_000, n_test=1_000, train=SEARCH_TRAIN.replace(epochs=5), probes=2_000),
     "full": SearchSettings(),
 }
 #: the protocol's name for :data:`~eqlib.experiments.filter_search.SEARCH_BUDGETS`
@@ -222,21 +225,16 @@ def _filter_similarity(W1: torch.Tensor) -> float:
 
 
 def search_config(s: SearchSettings, seed: int) -> TrainConfig:
-    """The :class:`eqlib.train.TrainConfig` of one search run: AdamW with the first layer's
-    weight decay apart, the settings' schedule (``"cosine"``: 5 % warm-up, then cosine to 0),
-    the mirror penalty on the batch and, with ``noise_penalty``, on isotropic noise, and
-    the filter-norm projection after every step when ``first_norm`` > 0.
+    """The :class:`eqlib.train.TrainConfig` of one search run: ``s.train`` with the mirror
+    penalty on when either of its weights (images, noise) is positive, the filter-norm
+    projection named when ``first_norm`` > 0 (``search_train`` applies it after every
+    step), and ``seed``.
 
     Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
-    return TrainConfig(task="autoencode", epochs=s.epochs, batch_size=s.batch_size, lr=s.lr, optimizer="adam",
-                       weight_decay=s.weight_decay, first_weight_decay=s.first_weight_decay, schedule=s.schedule,
-                       warmup=0.05, augment_mirror=s.augment_mirror, augment_per_batch=True,
-                       penalty="equivariance" if s.penalty_weight + s.noise_penalty > 0 else "none",
-                       penalty_weight=s.penalty_weight, penalty_start=s.penalty_start,
-                       penalty_ramp=s.penalty_ramp, penalty_noise=s.noise_penalty, noise_std=s.noise_std,
-                       after_step=f"first-layer filter norm {s.first_norm!r}" if s.first_norm > 0 else "",
-                       seed=seed)
+    t = s.train
+    return t.replace(penalty="equivariance" if t.penalty_weight + t.penalty_noise > 0 else "none",
+                     after_step=f"first-layer filter norm {s.first_norm!r}" if s.first_norm > 0 else "", seed=seed)
 
 
 def _project_filters(model: nn.Module, norm: float) -> None:
@@ -384,9 +382,9 @@ def filter_search(train: CIFAR10, test: CIFAR10, variants: Mapping[str, Mapping[
     variants = dict(SEARCH_VARIANTS if variants is None else variants)
     if not variants:
         raise ValueError("variants must name at least one variant")
-    fields = {f.name for f in dataclasses.fields(SearchSettings)}
+    keys = set(protocol.setting_keys(base))
     for name, change in variants.items():
-        bad = set(change) - fields
+        bad = set(change) - keys
         if bad:
             raise ValueError(f"unknown search keys {sorted(bad)} in variant {name!r}")
     seeds, more_seeds = [int(x) for x in seeds], [int(x) for x in more_seeds]
@@ -394,7 +392,7 @@ def filter_search(train: CIFAR10, test: CIFAR10, variants: Mapping[str, Mapping[
         raise ValueError(f"seeds must be distinct and non-empty, got {seeds} and {more_seeds}")
     if not isinstance(top, int) or top < 0:
         raise ValueError(f"top must be an integer ≥ 0, got {top!r}")
-    settings_of = {name: dataclasses.replace(base, **change) for name, change in variants.items()}
+    settings_of = {name: protocol.replace_settings(base, change) for name, change in variants.items()}
     tr = subset(train, base.n_train, seed=0) if base.n_train < len(train) else train
     te = subset(test, base.n_test, seed=1) if base.n_test < len(test) else test
     X0 = prepare_images(tr.images).flatten(1)
@@ -571,43 +569,82 @@ def _variants(text: str | None) -> dict[str, dict[str, Any]] | None:
     return {name: SEARCH_VARIANTS[name] for name in names}
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Command line: ``python -m eqlib.experiments.filter_search --budget full --seeds 0,1,2
-    --set epochs=20 --variants "chapter's protocol;init ×1"`` runs
-    :func:`~eqlib.experiments.filter_search.search_record`
-    from the budget's :class:`~eqlib.experiments.filter_search.SearchSettings` with the
-    ``--set`` overrides and writes
-    ``filter_search_<budget>.json`` and ``filter_search_<budget>_filters_<k>.png`` into
-    ``--out``.
+def search_text(record: Mapping[str, Any]) -> str:
+    """The lines a search's command line prints at the end: per variant, its seeds, the
+    filters in a signed-permutation category among the first 64 and f1's horizontal error
+    on noise (means over the seeds), and whether it meets the goal.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    rows = [[name, ",".join(map(str, v["seeds"])), f"{v['categorised_first64']['mean']:.1f}",
+             f"{v['f1_horizontal_noise']['mean']:.3f}", "yes" if v["meets_goal"] else "no"]
+            for name, v in record["summary"].items()]
+    return (f"filter search, budget {record.get('budget', '?')}:\n"
+            + protocol.text_table(["variant", "seeds", "filters in a category (of 64)", "f1 error on noise",
+                                   "meets the goal"], rows))
+
+
+def search_outputs(stem: str, options: protocol.RunOptions) -> list[str]:
+    """The JSON a search's command line writes, ``<stem>_<budget>.json`` (checked before any
+    work, with the ``--variants`` flag when the command line has it).
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    _variants(options.flags.get("variants"))
+    return [protocol.output_name(stem, options.budget)]
+
+
+def run_search(s: SearchSettings, out: Path, options: protocol.RunOptions, stem: str = "filter_search"
+               ) -> dict[str, Any]:
+    """The search as a command line runs it (:func:`~eqlib.experiments.filter_search.search_record`
+    from the settings ``s`` on the command line's seeds, each row printed as it finishes),
+    written into ``out`` as ``<stem>_<budget>.json`` and ``<stem>_<budget>_filters_<k>.png``.
 
     Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
     import matplotlib
     matplotlib.use("Agg")
-    p = protocol.build_parser(
-        "python -m eqlib.experiments.filter_search",
-        "The search for a training protocol under which the first-layer filters of the Tanh "
-        "autoencoder of chapter 11 pair up under the mirror: every variant on the first seed, the "
-        "first and the best three again on the others. Budgets: full is the recorded search, "
-        "laptop a smaller one; --set changes any SearchSettings field.", progress=False)
-    p.add_argument("--variants", default=None, metavar="A;B",
-                   help="semicolon-separated variants to run (default: all of SEARCH_VARIANTS)")
-    args = protocol.parse_args(p, argv, BUDGETS, outputs=lambda a: [
-        protocol.output_name("filter_search", a.budget)])
-    try:
-        variants = _variants(args.variants)
-    except ValueError as exc:
-        p.error(str(exc))
-    tr, te = load_search_data(args.data, download=args.download)
-    command = "python -m eqlib.experiments.filter_search " + " ".join(sys.argv[1:] if argv is None else argv)
-    found, figures = search_record(tr, te, args.settings, args.seeds, command, variants,
+    variants = _variants(options.flags.get("variants"))
+    tr, te = load_search_data(options.data, download=options.download)
+    found, figures = search_record(tr, te, s, options.seeds, options.command, variants,
                                    on_row=lambda row: print("search:", json.dumps(row), flush=True))
-    found["budget"] = args.budget
-    stem = protocol.output_name("filter_search", args.budget, suffix="")
-    written = protocol.write_outputs(args.out, f"{stem}.json", found,
-                                     {f"{stem}_filters_{k}.png": fig for k, fig in enumerate(figures)}, dpi=80)
-    print(f"wrote {written[0]} and {len(written) - 1} figures")
+    found["budget"] = options.budget
+    name = protocol.output_name(stem, options.budget, suffix="")
+    try:
+        protocol.write_outputs(out, f"{name}.json", found,
+                               {f"{name}_filters_{k}.png": fig for k, fig in enumerate(figures)}, dpi=80)
+    except protocol.OutputsKept as exc:
+        exc.record = found
+        raise
     return found
+
+
+#: the search as :func:`eqlib.experiments.protocol.main` runs it
+EXPERIMENT = protocol.ExperimentCLI(
+    prog="python -m eqlib.experiments.filter_search",
+    description="The search for a training protocol under which the first-layer filters of the Tanh "
+                "autoencoder of chapter 11 pair up under the mirror: every variant on the first seed, the "
+                "first and the best three again on the others. Budgets: full is the recorded search, "
+                "laptop a smaller one; --set changes any SearchSettings key (train.epochs=20, "
+                "first_norm=1).",
+    budgets=BUDGETS, settings=settings, outputs=lambda s, options: search_outputs("filter_search", options),
+    run=run_search, summary=search_text, progress=False,
+    flags={"--variants": {"default": None, "metavar": "A;B",
+                          "help": "semicolon-separated variants to run (default: all of SEARCH_VARIANTS)"}})
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Command line: ``python -m eqlib.experiments.filter_search --budget full --seeds 0,1,2
+    --set train.epochs=20 --variants "chapter's protocol;init ×1"`` runs
+    :func:`~eqlib.experiments.filter_search.search_record`
+    from the budget's :class:`~eqlib.experiments.filter_search.SearchSettings` with the
+    ``--set`` overrides and writes
+    ``filter_search_<budget>.json`` and ``filter_search_<budget>_filters_<k>.png`` into
+    ``--out`` (:func:`eqlib.experiments.protocol.main`).
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    return protocol.main(EXPERIMENT, argv)
 
 
 if __name__ == "__main__":
