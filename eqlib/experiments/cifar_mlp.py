@@ -33,8 +33,8 @@ trains small networks on a 4,000-image subset
 for a few epochs (minutes on 2 CPU cores); ``full`` trains widths 512/256/256 on all
 50,000 images for 15 epochs and probes with 100,000 noise samples (the whole chapter
 sized for about 30 minutes on 2 CPU cores, not measured; minutes on a GPU).
-``--set KEY=VALUE`` changes any :class:`~eqlib.experiments.cifar_setup.Settings` field, e.g.
-``--set epochs=60`` or a
+``--set KEY=VALUE`` changes any :class:`~eqlib.experiments.cifar_setup.Settings` key, e.g.
+``--set train.epochs=60`` (the training is nested) or a
 larger ablation.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
@@ -42,7 +42,6 @@ Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -65,14 +64,15 @@ from .cifar_parts import (ABLATION_PROBES, ABLATION_VARIANTS, PatchAttentionAuto
 from .cifar_setup import (BUDGET_SETTINGS, BUDGETS, Settings, _data_spec, build_mlp, load_data, load_results,
                           parse_setting, settings, train_config, train_networks)
 from .filter_search import (SEARCH_BUDGETS, SEARCH_KEYS, SEARCH_VARIANTS, SearchSettings, filter_search,
-                            load_search, search_figures, search_html, search_record, search_summary)
+                            load_search, run_search, search_figures, search_html, search_outputs, search_summary,
+                            search_text)
 
 __all__ = [
     "Settings", "BUDGETS", "BUDGET_SETTINGS", "settings", "parse_setting", "PARTS", "build_mlp",
     "train_config", "load_data", "train_networks", "ablation", "ABLATION_VARIANTS", "load_results",
     "emergence", "PatchAttentionAutoencoder", "attention_experiment", "run", "run_seeds",
     "seed_spread", "SearchSettings", "SEARCH_VARIANTS", "SEARCH_KEYS", "filter_search",
-    "search_summary", "search_figures", "search_html", "load_search", "main",
+    "search_summary", "search_figures", "search_html", "load_search", "main", "search_settings", "EXPERIMENT",
 ]
 # analyses used here live in eqlib.analysis (chapters import them from there); the names
 # stay importable from this module for old scripts
@@ -389,11 +389,11 @@ PAPER = ("Shahverdi, Marchetti, Bökman & Kohn, \"Identifiable Equivariant Netwo
 
 #: the command line's help after the flags: budgets with their measured run times, outputs
 CLI_EPILOG = """budgets (measured run times; "not measured" where no run backs a figure):
-  laptop  4 MLPs (widths {laptop.hidden_text}) on {laptop.n_train:,} images for {laptop.epochs} epochs.
+  laptop  4 MLPs (widths {laptop.hidden_text}) on {laptop.n_train:,} images for {laptop.train.epochs} epochs.
           2 CPU cores: {laptop_cold}; with the trained networks
           already cached, 27-38 s per seed (the recorded three-seed run,
           eqlib/recorded/cifar_mlp_laptop_seeds.json). GPU: not measured.
-  full    widths {full.hidden_text} on {full.n_train:,} images for {full.epochs} epochs, {full.noise_samples:,}
+  full    widths {full.hidden_text} on {full.n_train:,} images for {full.train.epochs} epochs, {full.noise_samples:,}
           noise probes. One H200 GPU: 79 s, training included (the recorded
           run, eqlib/recorded/cifar_mlp_full.json). 2 CPU cores: not
           measured. The recorded runs ship inside eqlib (eqlib/recorded/).
@@ -405,9 +405,9 @@ once, and kept there, with the error naming it, if the move fails):
   cifar_mlp_<budget>_seed<N>.json           every number of one seed's run
   cifar_mlp_<budget>_seed<N>_<figure>.png   its figures
   cifar_mlp_<budget>_seeds.json             with --seeds: the spread over seeds
-  cifar_mlp_search.json                     with --parts search (the full-scale search;
-                                            python -m eqlib.experiments.filter_search
-                                            takes --budget and --set)
+  cifar_mlp_search_<budget>.json            with --parts search (the filter search at the
+                                            budget: full is the recorded one; --set
+                                            train.KEY=VALUE reaches it too)
 A table of the main numbers is printed at the end."""
 
 
@@ -422,71 +422,83 @@ class _Described:
         return getattr(self._s, name)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Command line (:func:`eqlib.experiments.protocol.build_parser`, the flags every
-    experiment shares): ``python -m eqlib.experiments.cifar_mlp --budget laptop --out results/``
-    writes ``cifar_mlp_<budget>_seed<N>.json`` and its figures (``output_names``);
-    ``--seeds 0,1,2`` runs each seed and also writes ``cifar_mlp_<budget>_seeds.json``.
-    Prints a table of the main numbers at the end (``summary_text``). When the outputs
-    cannot be moved into ``--out``, prints where they are kept and exits with status 1.
+def _outputs(s: Settings, options: protocol.RunOptions) -> list[str]:
+    """Every name a command line writes, checked before any work."""
+    names = search_outputs("cifar_mlp_search", options) if "search" in options.parts else []
+    if any(part != "search" for part in options.parts):
+        for seed in options.seeds:
+            names += output_names(options.budget, seed, options.parts, s.ablation_networks).values()
+        if len(options.seeds) > 1:
+            names.append(seeds_name(options.budget))
+    return names
+
+
+def search_settings(budget: str, assignments: Sequence[str] = ()) -> SearchSettings:
+    """The filter search's settings at ``budget`` with those ``--set`` assignments that are
+    search settings too (``train.epochs=2`` reaches both the networks and the search; the
+    others change the networks only).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    p = protocol.build_parser(
-        "python -m eqlib.experiments.cifar_mlp",
-        f"The CIFAR-10 MLP experiment of {PAPER}: first-layer filters, the "
-        "linear-equivariance table, an ablation, the emergence over training and an attention "
-        "layer's heads; --parts search: the search for a training protocol under which the "
-        "filters pair up. Chapter 11 of the course.",
-        parts=PARTS, default_parts=DEFAULT_PARTS, epilog=CLI_EPILOG.format(
-            laptop_cold=LAPTOP_COLD, laptop=_Described(BUDGETS["laptop"]), full=_Described(BUDGETS["full"])))
+    base = SEARCH_BUDGETS[budget]
+    keys = protocol.setting_keys(base)
+    return protocol.replace_settings(base, protocol.parse_settings(
+        [a for a in assignments if a.partition("=")[0].strip() in keys], base))
 
-    def outputs(args) -> list[str]:  # every name, checked before any work
-        names = ["cifar_mlp_search.json"] if "search" in args.parts else []
-        if any(part != "search" for part in args.parts):
-            for seed in args.seeds:
-                names += output_names(args.budget, seed, args.parts, args.settings.ablation_networks).values()
-            if len(args.seeds) > 1:
-                names.append(seeds_name(args.budget))
-        return names
 
-    args = protocol.parse_args(p, argv, BUDGETS, outputs=outputs)
+def _run(s: Settings, out: Path, options: protocol.RunOptions) -> dict[str, Any]:
+    """The command line's run: the filter search (``--parts search``), then the other parts."""
+    record: dict[str, Any] = {}
+    if "search" in options.parts:
+        record = run_search(search_settings(options.budget, options.overrides), out, options, stem="cifar_mlp_search")
+        print(search_text(record))
+    parts = tuple(x for x in options.parts if x != "search")
+    if not parts:
+        return record
 
     def print_row(row: dict[str, Any]) -> None:  # ablation rows as they finish
-        print("ablation:", json.dumps({k: v for k, v in row.items() if k != "changes"},
-                                      default=float), flush=True)
+        print("ablation:", json.dumps({k: v for k, v in row.items() if k != "changes"}, default=float), flush=True)
 
-    try:
-        if "search" in args.parts:  # the recorded scale; filter_search's own CLI takes --budget and --set
-            import matplotlib
-            matplotlib.use("Agg")
-            tr, te = load_data(settings("full"), args.data, download=args.download)
-            found, figures = search_record(
-                tr, te, SEARCH_BUDGETS["full"], args.seeds,
-                "python -m eqlib.experiments.cifar_mlp " + " ".join(sys.argv[1:] if argv is None else argv),
-                on_row=lambda row: print("search:", json.dumps(row), flush=True))
-            figs = {f"cifar_mlp_search_filters_{k}.png": fig for k, fig in enumerate(figures)}
-            written = protocol.write_outputs(args.out, "cifar_mlp_search.json", found, figs, dpi=80)
-            print(f"wrote {written[0]} and {len(written) - 1} figures")
-            args.parts = tuple(x for x in args.parts if x != "search")
-            if not args.parts:
-                return found
-        common = dict(device=args.device, root=args.data, progress=args.progress, parts=args.parts,
-                      overrides=args.overrides, on_ablation_row=print_row, download=args.download)
-        if len(args.seeds) > 1:
-            record = run_seeds(args.seeds, args.budget, args.out, **common)
-            written = [args.out / seeds_name(args.budget)]
-        else:
-            record = run(args.budget, out=args.out, seed=args.seed, **common)
-            written = [args.out / output_names(args.budget, args.seed, args.parts,
-                                               args.settings.ablation_networks)["json"]]
-    except protocol.OutputsKept as exc:
-        if getattr(exc, "record", None) is not None:
-            print(summary_text(exc.record))
-        raise SystemExit(f"error: {exc}") from None
-    print(summary_text(record))
-    print(f"wrote {', '.join(map(str, written))} (and the figures) into {args.out}")
-    return record
+    common = dict(device=options.device, root=options.data, progress=options.progress, parts=parts,
+                  overrides=protocol.parse_settings(options.overrides, s), on_ablation_row=print_row,
+                  download=options.download)
+    if len(options.seeds) > 1:
+        return run_seeds(options.seeds, options.budget, out, **common)
+    return run(options.budget, out=out, seed=options.seeds[0], **common)
+
+
+def _summary(record: Mapping[str, Any]) -> str:
+    """``summary_text`` of a run, or of a search alone."""
+    return summary_text(record) if "networks" in record else search_text(record)
+
+
+#: the experiment as :func:`eqlib.experiments.protocol.main` runs it
+EXPERIMENT = protocol.ExperimentCLI(
+    prog="python -m eqlib.experiments.cifar_mlp",
+    description=f"The CIFAR-10 MLP experiment of {PAPER}: first-layer filters, the "
+                "linear-equivariance table, an ablation, the emergence over training and an attention "
+                "layer's heads; --parts search: the search for a training protocol under which the "
+                "filters pair up (at the same --budget; the --set keys it shares, train.*, reach it). "
+                "Chapter 11 of the course.",
+    budgets=BUDGETS, settings=settings, outputs=_outputs, run=_run, summary=_summary,
+    epilog=CLI_EPILOG.format(laptop_cold=LAPTOP_COLD, laptop=_Described(BUDGETS["laptop"]),
+                             full=_Described(BUDGETS["full"])),
+    parts=PARTS, default_parts=DEFAULT_PARTS)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Command line (:func:`eqlib.experiments.protocol.main`, the flags every experiment
+    shares): ``python -m eqlib.experiments.cifar_mlp --budget laptop --out results/``
+    writes ``cifar_mlp_<budget>_seed<N>.json`` and its figures (``output_names``);
+    ``--seeds 0,1,2`` runs each seed and also writes ``cifar_mlp_<budget>_seeds.json``;
+    ``--parts search`` runs the filter search at the budget
+    (``cifar_mlp_search_<budget>.json``). Prints a table of the main numbers at the end
+    (``summary_text``). When the outputs cannot be moved into ``--out``, prints where they
+    are kept and exits with status 1.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    return protocol.main(EXPERIMENT, argv)
 
 
 if __name__ == "__main__":

@@ -370,7 +370,7 @@ def build_parser(prog: str, description: str, parts: Sequence[str] = (),
     seeds.add_argument("--seeds", default=None, metavar="LIST",
                        help="several seeds, e.g. 0,1,2 or 0-2 (each trains its own networks)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a setting of the budget, e.g. --set epochs=40 (repeatable)")
+                   help="override a setting of the budget, e.g. --set train.epochs=40 (dotted keys reach the nested training settings; repeatable)")
     if parts:
         p.add_argument("--parts", default=",".join(parts if default_parts is None
                                                    else default_parts),

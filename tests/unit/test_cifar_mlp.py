@@ -26,8 +26,8 @@ def _fake(n, seed=0, split="train"):
                    torch.arange(n) % 10, split=split)
 
 
-TINY = dataclasses.replace(E.BUDGET_SETTINGS["laptop"], n_train=64, n_test=40, hidden=(12, 8, 8), epochs=2,
-                           batch_size=32, noise_samples=200, cov_images=50, ablation_n_train=48, ablation_epochs=2,
+TINY = dataclasses.replace(E.BUDGET_SETTINGS["laptop"], n_train=64, n_test=40, hidden=(12, 8, 8),
+                           train=E.BUDGET_SETTINGS["laptop"].train.replace(epochs=2, batch_size=32), noise_samples=200, cov_images=50, ablation_n_train=48, ablation_epochs=2,
                            attention_epochs=1, attention_heads=2, attention_patch=8)
 
 
@@ -176,10 +176,10 @@ def test_training_ablation_emergence_and_attention_on_tiny_data():
     with torch.no_grad():  # the recorded test accuracy, recomputed from the returned model
         pred = clf.model.eval()(prepare_images(te.images)).argmax(1)
     assert clf.history["test_accuracy"][-1] == pytest.approx(float((pred == te.labels).float().mean()))
-    assert len(clf.history["test_accuracy"]) == TINY.epochs
+    assert len(clf.history["test_accuracy"]) == TINY.train.epochs
     again = E.train_networks(TINY, tr, te, progress=False, names=["tanh-autoencoder"])
     assert again["tanh-autoencoder"].from_cache
-    rows = E.ablation(TINY, tr, te, variants={"base": {}, "no penalty": {"penalty_weight": 0.0}}, progress=False,
+    rows = E.ablation(TINY, tr, te, variants={"base": {}, "no penalty": {"train.penalty_weight": 0.0}}, progress=False,
                       probe_samples=100)
     assert [r["variant"] for r in rows] == ["base", "no penalty"]
     assert {r["network"] for r in rows} == {"tanh-autoencoder"}
@@ -193,7 +193,8 @@ def test_training_ablation_emergence_and_attention_on_tiny_data():
         E.ablation(TINY, tr, te, network="relu-classifier", progress=False)
     # the base row, recomputed from the same (cached) network at the ablation scale
     tr_ab = subset(tr, TINY.ablation_n_train, seed=0)
-    s_ab = dataclasses.replace(TINY, n_train=len(tr_ab), epochs=TINY.ablation_epochs, snapshot_every=0)
+    s_ab = dataclasses.replace(TINY, n_train=len(tr_ab),
+                               train=TINY.train.replace(epochs=TINY.ablation_epochs, snapshot_every=0))
     base = E.train_networks(s_ab, tr_ab, None, progress=False, names=["tanh-autoencoder"])
     base = base["tanh-autoencoder"]
     assert base.from_cache  # the ablation trained exactly this network
@@ -201,7 +202,7 @@ def test_training_ablation_emergence_and_attention_on_tiny_data():
     assert rows[0]["task_loss"] == base.history["task_loss"][-1]
     assert rows[0]["end_to_end"] == pytest.approx(A.end_to_end_error(base.model, te.images[:1000],
                                                                      "autoencode"))
-    assert rows[1]["changes"] == {"penalty_weight": 0.0} and rows[0]["changes"] == {}
+    assert rows[1]["changes"] == {"train.penalty_weight": 0.0} and rows[0]["changes"] == {}
     with pytest.raises(ValueError, match="unknown ablation"):
         E.ablation(TINY, tr, te, variants={"x": {"nonsense": 1}}, progress=False)
     build = lambda: E.build_mlp("tanh", "autoencode", TINY.hidden, first_init_scale=TINY.first_init_scale)  # noqa
@@ -236,7 +237,7 @@ def test_settings_and_cli_parser(monkeypatch):
     with pytest.warns(DeprecationWarning, match="laptop"):
         assert E.settings().name == "laptop"  # the old name, still accepted
     assert E.settings("full").n_train == 50_000
-    assert E.settings("laptop", epochs=3).epochs == 3
+    assert E.settings("laptop", **{"train.epochs": 3}).train.epochs == 3
     with pytest.raises(ValueError):
         E.settings("huge")
     with pytest.raises(SystemExit):
@@ -244,17 +245,21 @@ def test_settings_and_cli_parser(monkeypatch):
     with pytest.raises(ValueError, match="unknown settings"):
         E.settings("laptop", epoch=3)
     # --set KEY=VALUE, typed like the field
-    assert E.parse_setting("epochs=40") == ("epochs", 40)
+    assert E.parse_setting("train.epochs=40") == ("train.epochs", 40)
     assert E.parse_setting("hidden=1024,512,512") == ("hidden", (1024, 512, 512))
-    assert E.parse_setting("weight_decay=0") == ("weight_decay", 0.0)
-    assert E.parse_setting("augment_mirror=false") == ("augment_mirror", False)
+    assert E.parse_setting("train.weight_decay=0") == ("train.weight_decay", 0.0)
+    assert E.parse_setting("train.augment_mirror=false") == ("train.augment_mirror", False)
+    assert E.parse_setting("train.first_weight_decay=5") == ("train.first_weight_decay", 5.0)  # float | None
+    with pytest.raises(ValueError, match="train.lr"):  # an unknown key names the valid ones
+        E.parse_setting("lr=0.1")
     assert E.parse_setting("ablation_networks=tanh-autoencoder,gelu-classifier") == (
         "ablation_networks", ("tanh-autoencoder", "gelu-classifier"))
-    for bad in ("epochs", "epoch=3", "epochs=many", "name=full", "augment_mirror=maybe"):
+    for bad in ("train.epochs", "epochs=3", "train.epochs=many", "name=full", "train.augment_mirror=maybe",
+                "train=3", "train.name=x"):
         with pytest.raises(ValueError):
             E.parse_setting(bad)
     with pytest.raises(SystemExit):
-        E.main(["--budget", "laptop", "--set", "epochs=many"])
+        E.main(["--budget", "laptop", "--set", "train.epochs=many"])
     assert set(E.BUDGET_SETTINGS["full"].ablation_variants) <= set(E.ABLATION_VARIANTS)
 
 
@@ -276,7 +281,7 @@ def test_recorded_full_run_matches_the_full_budget():
     protocol.check_recorded(explore, E.settings("full"), allowed_changes={
         "ablation_n_train", "ablation_epochs", "ablation_networks", "ablation_variants"})
     with pytest.raises(AssertionError, match="record it again"):  # the check can fail
-        protocol.check_recorded(record, E.settings("full", epochs=16))
+        protocol.check_recorded(record, E.settings("full", **{"train.epochs": 16}))
     assert [r["variant"] for r in explore["ablation"]] == [
         v for _ in explore["settings"]["ablation_networks"] for v in explore["settings"]["ablation_variants"]]
 
@@ -288,7 +293,7 @@ def test_recorded_laptop_seeds_match_the_laptop_budget():
     protocol.check_recorded(record, E.settings("laptop"), required=("runs", "spread", "chapter_extras"))
     assert sorted(record["seeds"]) == [0, 1, 2] and len(record["runs"]) == 3
     with pytest.raises(AssertionError, match="record it again"):
-        protocol.check_recorded(record, E.settings("laptop", epochs=99))
+        protocol.check_recorded(record, E.settings("laptop", **{"train.epochs": 99}))
 
 
 def test_load_results_errors_and_text_tables(tmp_path):
@@ -310,7 +315,7 @@ def test_command_line_end_to_end_on_tiny_data(tmp_path, monkeypatch, capsys):
     """The whole run (every part, tiny networks on synthetic images) through the CLI: a
     summary table at the end, the seed-named JSON and figures moved into --out."""
     monkeypatch.setattr(E, "load_data", lambda s, root=None, seed=0, download=None: (_fake(64), _fake(40, 1, "test")))
-    sets = ["n_train=64", "n_test=40", "hidden=12,8,8", "epochs=2", "batch_size=32", "noise_samples=200",
+    sets = ["n_train=64", "n_test=40", "hidden=12,8,8", "train.epochs=2", "train.batch_size=32", "noise_samples=200",
             "cov_samples=200", "cov_images=50", "ablation_n_train=48", "ablation_epochs=2", "attention_epochs=1",
             "attention_heads=2", "attention_patch=8", "ablation_variants=base"]
     out = tmp_path / "out"

@@ -9,6 +9,7 @@ Every experiment here is a tiny monkeypatched stand-in: no training, no CIFAR-10
 from __future__ import annotations
 
 import errno
+import os
 import json
 import re
 import types
@@ -190,7 +191,7 @@ def _kept(message: str) -> Path:
 def test_out_turned_read_only_at_the_end_loses_nothing(tiny_cifar, tmp_path, monkeypatch, capsys):
     """``--out`` read-only at the end: a traceback after all the work and no JSON."""
     out = tmp_path / "out"
-    monkeypatch.setattr(P.os, "replace", _read_only(out))
+    monkeypatch.setattr(os, "replace", _read_only(out))
     with pytest.raises(SystemExit) as info:
         E.main(ARGS + ["--out", str(out)])
     message = str(info.value.code)
@@ -294,7 +295,7 @@ def test_gcnn_cli_faults_at_the_end_lose_nothing(tiny_gcnn, tmp_path, monkeypatc
         gb.main(GB_ARGS + ["--seed", "2", "--out", str(out)])
     assert info.value.code == 2 and tiny_gcnn == []  # refused before any work
 
-    monkeypatch.setattr(P.os, "replace", _read_only(out))
+    monkeypatch.setattr(os, "replace", _read_only(out))
     with pytest.raises(SystemExit) as info:
         gb.main(GB_ARGS + ["--seed", "3", "--out", str(out)])
     kept = _kept(str(info.value.code))

@@ -14,8 +14,8 @@ from eqlib.experiments import cifar_mlp
 from eqlib.experiments import filter_search as E
 from eqlib.experiments import protocol
 
-TINY = E.SearchSettings(n_train=60, n_test=40, hidden=(12, 8, 8), epochs=2, batch_size=32,
-                        probes=100, subspace_k=16)
+TINY = E.SearchSettings(n_train=60, n_test=40, hidden=(12, 8, 8),
+                        train=E.SEARCH_TRAIN.replace(epochs=2, batch_size=32), probes=100, subspace_k=16)
 
 
 def _fake(n, seed=0, split="train"):
@@ -27,8 +27,8 @@ def _fake(n, seed=0, split="train"):
 @pytest.fixture(scope="module")
 def tiny_search():
     train, test = _fake(80), _fake(40, seed=1, split="test")
-    variants = {"base": {}, "noise, zca": {"noise_penalty": 1.0, "whiten": "zca",
-                                           "penalty_start": 0.0}}
+    variants = {"base": {}, "noise, zca": {"train.penalty_noise": 1.0, "whiten": "zca",
+                                           "train.penalty_start": 0.0}}
     weights = {}
     found = E.filter_search(train, test, variants, base=TINY, seeds=(0,), more_seeds=(1,),
                             top=1, weights=weights)
@@ -77,12 +77,13 @@ def test_noise_penalty_makes_the_network_equivariant_on_noise():
     X = images.prepare_images(_fake(64).images).flatten(1)
     P = torch.linalg.qr(torch.randn(3072, 16, generator=torch.Generator().manual_seed(0)))[0]
     y = torch.randn(200, 3072, generator=torch.Generator().manual_seed(5))
-    base = dataclasses.replace(TINY, epochs=40, penalty_weight=0.0, penalty_start=0.0,
-                               penalty_ramp=0.0, augment_mirror=False, lr=1e-2,
-                               first_init_scale=1.0)
+    base = protocol.replace_settings(TINY, {"train.epochs": 40, "train.penalty_weight": 0.0,
+                                            "train.penalty_start": 0.0, "train.penalty_ramp": 0.0,
+                                            "train.augment_mirror": False, "train.lr": 1e-2,
+                                            "first_init_scale": 1.0})
     gaps = {}
     for weight in (0.0, 100.0):
-        s = dataclasses.replace(base, noise_penalty=weight)
+        s = protocol.replace_settings(base, {"train.penalty_noise": weight})
         _, model = E._search_run(s, X, X[:40], P, seed=0)
         with torch.no_grad():
             f, fm = model(y), model(images.mirror_images(y))
@@ -124,11 +125,13 @@ def test_bad_inputs():
         E.filter_search(train, test, {"v": {}}, base=TINY, top=-1)
     with pytest.raises(TypeError, match="SearchSettings"):
         E.filter_search(train, test, {"v": {}}, base={"n_train": 3})
-    for field, value in (("n_train", 0), ("lr", 0.0), ("noise_penalty", -1.0),
-                         ("schedule", "step"), ("whiten", "pca"), ("penalty_start", 1.5),
+    for field, value in (("n_train", 0), ("train.lr", 0.0), ("train.penalty_noise", -1.0),
+                         ("train.schedule", "warmup_linear"), ("whiten", "pca"), ("train.penalty_start", 1.5),
                          ("hidden", (3, 4)), ("subspace_k", 4000)):
-        with pytest.raises(ValueError, match=field):
-            E.SearchSettings(**{field: value})
+        with pytest.raises(ValueError, match=field.split(".")[-1]):
+            protocol.replace_settings(E.SearchSettings(), {field: value})
+    with pytest.raises(TypeError, match="TrainConfig"):
+        E.SearchSettings(train={"epochs": 3})
     with pytest.raises(ValueError, match="at least one row"):
         E.search_summary([])
     with pytest.raises(ValueError, match="lacks"):
@@ -174,23 +177,33 @@ def test_recorded_search_is_complete_and_consistent():
     first = next(iter(rec["variants"]))
     assert sorted(rec["summary"][first]["seeds"]) == [0, 1, 2]
     assert rec["command"].startswith("python")
-    assert E.SearchSettings(**{k: tuple(v) if k == "hidden" else v
-                               for k, v in rec["base"].items()}) == E.SearchSettings()
+    # recorded flat by older code: read onto the nested settings (noise_penalty is train.penalty_noise)
+    protocol.check_recorded({"settings": rec["base"]}, E.SearchSettings())
+    nested = protocol.legacy_settings(rec["base"], E.SearchSettings())
+    assert nested["train"]["penalty_noise"] == rec["base"]["noise_penalty"] == 0.0
+    assert nested["train"]["first_weight_decay"] == rec["base"]["first_weight_decay"]
+    assert "noise_penalty" not in nested and "epochs" not in nested
 
 
 def test_command_line_search_writes_record_and_figures(tmp_path, monkeypatch):
-    """``cifar_mlp --parts search`` (the recorded scale) at a tiny size: the record (with
-    the command) and the figures."""
+    """``cifar_mlp --parts search`` at a tiny size: the search runs at ``--budget`` with the
+    ``--set`` keys it shares with the networks' settings (``train.*``, ``hidden``), and
+    writes the record (with the command) and the figures."""
     train, test = _fake(80), _fake(40, seed=1, split="test")
-    monkeypatch.setattr(cifar_mlp, "load_data", lambda *a, **k: (train, test))
-    monkeypatch.setattr(E, "SEARCH_VARIANTS", {"base": {}, "decay": {"first_weight_decay": 5.0}})
-    monkeypatch.setitem(E.SEARCH_BUDGETS, "full", TINY)
-    found = cifar_mlp.main(["--parts", "search", "--seeds", "0,1", "--out", str(tmp_path)])
-    rec = E.load_search(tmp_path / "cifar_mlp_search.json")
-    assert rec["command"].endswith("--parts search --seeds 0,1 --out " + str(tmp_path))
+    monkeypatch.setattr(E, "load_search_data", lambda *a, **k: (train, test))
+    monkeypatch.setattr(E, "SEARCH_VARIANTS", {"base": {}, "decay": {"train.first_weight_decay": 5.0}})
+    monkeypatch.setitem(E.SEARCH_BUDGETS, "full", dataclasses.replace(TINY, hidden=(256, 128, 128)))
+    argv = ["--budget", "full", "--parts", "search", "--seeds", "0,1", "--set", "train.epochs=1",
+            "--set", "hidden=12,8,8", "--set", "ablation_epochs=3", "--out", str(tmp_path)]
+    found = cifar_mlp.main(argv)
+    rec = E.load_search(tmp_path / "cifar_mlp_search_full.json")
+    assert rec["command"].endswith("--set ablation_epochs=3 --out " + str(tmp_path))
+    assert rec["base"]["train"]["epochs"] == 1 and rec["base"]["hidden"] == [12, 8, 8]
+    assert rec["base"]["train"]["batch_size"] == TINY.train.batch_size and rec["budget"] == "full"
     assert rec["summary"] == json.loads(json.dumps(found["summary"]))
     assert sorted(rec["summary"]["base"]["seeds"]) == [0, 1]
-    assert (tmp_path / "cifar_mlp_search_filters_0.png").stat().st_size > 1000
+    assert (tmp_path / "cifar_mlp_search_full_filters_0.png").stat().st_size > 1000
+    assert cifar_mlp.search_settings("laptop", ["train.lr=0.5", "ablation_epochs=3"]).train.lr == 0.5
 
 
 def test_search_command_line_honours_budget_and_set(tmp_path, monkeypatch):
@@ -198,15 +211,16 @@ def test_search_command_line_honours_budget_and_set(tmp_path, monkeypatch):
     every ``--set`` reaches them (recorded in ``base``), ``--variants`` picks the variants."""
     train, test = _fake(80), _fake(40, seed=1, split="test")
     monkeypatch.setattr(E, "load_search_data", lambda *a, **k: (train, test))
-    sets = [f"{k}={v}" for k, v in (("n_train", 60), ("n_test", 40), ("hidden", "12,8,8"), ("epochs", 2),
-                                    ("batch_size", 32), ("probes", 100), ("subspace_k", 16),
+    sets = [f"{k}={v}" for k, v in (("n_train", 60), ("n_test", 40), ("hidden", "12,8,8"), ("train.epochs", 2),
+                                    ("train.batch_size", 32), ("probes", 100), ("subspace_k", 16),
                                     ("first_norm", 1.0))]
     argv = ["--budget", "laptop", "--seeds", "0,1", "--out", str(tmp_path),
             "--variants", "chapter's protocol;init ×1", *[a for s in sets for a in ("--set", s)]]
     found = E.main(argv)
     rec = E.load_search(tmp_path / "filter_search_laptop.json")
-    want = dataclasses.replace(E.settings("laptop"), n_train=60, n_test=40, hidden=(12, 8, 8), epochs=2,
-                               batch_size=32, probes=100, subspace_k=16, first_norm=1.0)
+    want = protocol.replace_settings(E.settings("laptop"), {
+        "n_train": 60, "n_test": 40, "hidden": (12, 8, 8), "train.epochs": 2, "train.batch_size": 32,
+        "probes": 100, "subspace_k": 16, "first_norm": 1.0})
     assert rec["base"] == json.loads(json.dumps(dataclasses.asdict(want)))
     assert rec["budget"] == "laptop" and list(rec["variants"]) == ["chapter's protocol", "init ×1"]
     assert rec["summary"] == json.loads(json.dumps(found["summary"]))
@@ -216,6 +230,32 @@ def test_search_command_line_honours_budget_and_set(tmp_path, monkeypatch):
         E.main(["--variants", "no such variant", "--out", str(tmp_path)])
     with pytest.raises(SystemExit):
         E.main(["--set", "no_such_field=1", "--out", str(tmp_path)])
+
+
+def test_search_runs_from_the_command_line_with_budget_and_set(tmp_path):
+    """The search as a real process, nothing patched: ``--budget`` and ``--set`` (dotted
+    keys into the nested training settings) reach the record's settings and its training."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = os.environ.get("EQLIB_DATA")
+    if not root or not any(Path(root).glob("*cifar*")):
+        pytest.skip("needs CIFAR-10 in $EQLIB_DATA")
+    sets = ["n_train=200", "n_test=100", "hidden=16,8,8", "train.epochs=1", "train.lr=0.01", "probes=200",
+            "subspace_k=16"]
+    cmd = [sys.executable, "-m", "eqlib.experiments.filter_search", "--budget", "laptop", "--seeds", "0,1",
+           "--no-download", "--variants", "chapter's protocol", "--out", str(tmp_path),
+           *[a for s in sets for a in ("--set", s)]]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(E.__file__).parents[2])}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rec = E.load_search(tmp_path / "filter_search_laptop.json")
+    assert rec["budget"] == "laptop" and rec["base"]["n_train"] == 200 and rec["base"]["hidden"] == [16, 8, 8]
+    assert rec["base"]["train"]["epochs"] == 1 and rec["base"]["train"]["lr"] == 0.01
+    assert rec["base"]["probes"] == 200 and rec["base"]["train"]["batch_size"] == E.settings("laptop").train.batch_size
+    assert sorted(rec["summary"]["chapter's protocol"]["seeds"]) == [0, 1]
+    assert "filter search, budget laptop" in proc.stdout
 
 
 def test_cifar_mlp_still_exports_the_search():

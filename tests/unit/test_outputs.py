@@ -107,14 +107,14 @@ def test_staged_outputs_check_targets_first_and_keep_everything_on_failure(tmp_p
             raise OSError(30, "Read-only file system")
         return real(a, b)
 
-    monkeypatch.setattr(P.os, "replace", failing)
+    monkeypatch.setattr(os, "replace", failing)
     with pytest.raises(OSError, match="kept in") as info:
         with P.staged_outputs(tmp_path / "out2") as stage2:
             (stage2 / "a.png").write_bytes(b"a")
             (stage2 / "b.json").write_text("{}")
     assert (stage2 / "b.json").is_file() and str(stage2) in str(info.value)
     # the block itself fails: what it wrote is kept and named
-    monkeypatch.setattr(P.os, "replace", real)
+    monkeypatch.setattr(os, "replace", real)
     with pytest.raises(KeyError) as info:
         with P.staged_outputs(tmp_path / "out3") as stage3:
             (stage3 / "half.png").write_bytes(b"a")
