@@ -5,9 +5,10 @@ import pytest
 import torch
 
 from eqlib import images
+from eqlib.experiments import barrier_merge as bm
 from eqlib.experiments import gcnn_barrier as gb
 from eqlib.matching import apply_permutation, random_permutations, vgg_permutation_spec
-from eqlib.models.cnn import VGG, MirrorGCNN
+from eqlib.models.cnn import VGG, MirrorGCNN, conv_layers
 
 CFG = [6, "M", 8, "M"]
 
@@ -147,9 +148,10 @@ def test_seeds_and_overrides():
     b = gb.BUDGETS["laptop"]
     assert gb.network_seeds(b) == (0, 1, 2)
     assert gb.network_seeds(gb.replace(b, seeds=(3, 5))) == (3, 5)
-    tiny = gb.apply_overrides(gb.BUDGETS["full"], ["widths=0.0625", "variants=plain,gcnn", "epochs=1",
-                                                   "amp=bf16", "channels_last=true", "seeds=3,4"])
-    assert tiny.widths == (0.0625,) and tiny.variants == ("plain", "gcnn") and tiny.epochs == 1
+    tiny = gb.apply_overrides(gb.BUDGETS["full"], ["widths=0.0625", "variants=plain,gcnn", "train.epochs=1",
+                                                   "amp=bf16", "channels_last=true", "seeds=3,4", "train.lr=0.01"])
+    assert tiny.widths == (0.0625,) and tiny.variants == ("plain", "gcnn") and tiny.train.epochs == 1
+    assert gb.train_config("plain", 3, tiny).lr == 0.01 and gb.train_config("plain", 3, tiny).seed == 3
     assert tiny.amp == "bf16" and tiny.channels_last is True and gb.network_seeds(tiny) == (3, 4)
     with pytest.raises(ValueError, match="colour"):
         gb.apply_overrides(b, ["colour=red"])
@@ -159,7 +161,9 @@ def test_seeds_and_overrides():
         gb.apply_overrides(b, ["amp=fp8"])
     with pytest.raises(ValueError, match="seeds"):
         gb.replace(b, seeds=(1, 1))
-    for bad in (["--seeds", "a,b"], ["--parts", "figures"], ["--set", "epochs=many"]):
+    with pytest.raises(ValueError, match="train.epochs"):  # the old flat key names the valid ones
+        gb.apply_overrides(b, ["epochs=1"])
+    for bad in (["--seeds", "a,b"], ["--parts", "figures"], ["--set", "train.epochs=many"], ["--set", "epochs=1"]):
         with pytest.raises(SystemExit):
             gb.main(bad + ["--out", "/tmp/eqlib-test-gcnn-unused"])
 
@@ -175,7 +179,7 @@ def test_cli_tiny_full_budget_with_bf16_and_channels_last(tmp_path):
         pytest.skip("needs CIFAR-10 in $EQLIB_DATA")
     r = gb.main(["--budget", "full", "--device", "cpu", "--seeds", "0,1", "--no-download", "--parts", "barriers",
                  "--set", "widths=0.0625", "--set", "n_train=128", "--set", "n_match=32", "--set", "n_test=64",
-                 "--set", "epochs=1", "--set", "batch_size=64", "--set", "variants=plain,gcnn",
+                 "--set", "train.epochs=1", "--set", "train.batch_size=64", "--set", "variants=plain,gcnn",
                  "--set", "alphas=0,1", "--no-progress", "--out", str(tmp_path)])
     assert r["settings"]["amp"] == "bf16" and r["settings"]["channels_last"] is True
     assert r["seeds"] == [0, 1] and set(r["cells"]) == {"plain@0.0625", "gcnn@0.0625"}
@@ -230,7 +234,7 @@ def _self_labelled_gcnn_data(seed=7):
     test = torch.randint(0, 256, (200, 3, 32, 32), generator=gen, dtype=torch.uint8)
     data = gb.MergeData.from_images(match, test, torch.zeros(200, dtype=torch.long))
     with torch.no_grad():
-        labels = gb.reset_bn(copy.deepcopy(gcnn), data.match)(images.prepare_images(test)).argmax(1)
+        labels = bm.reset_bn(copy.deepcopy(gcnn), data.match)(images.prepare_images(test)).argmax(1)
     return gcnn, gb.MergeData(data.match, test, labels)
 
 
@@ -249,9 +253,9 @@ def test_gcnn_control_has_zero_barrier_in_every_column():
             assert r["loss_" + key] == pytest.approx(0.0, abs=1e-5), (seed, key, r["loss_" + key])
         assert r["acc_mid_repair"] == r["acc_a_reset"] == r["acc_b_reset"]
         # and the stale targets would not do: REPAIR towards the un-reset endpoints moves it
-        mid = gb.reset_bn(gb.interpolate(gcnn, gcnn, 0.5), data.match)
-        stale = gb.repair(mid, gcnn, gcnn, data.match)
-        loss_stale = gb._acc_loss(stale, data)[1]
+        mid = bm.reset_bn(bm.interpolate(gcnn, gcnn, 0.5), data.match)
+        stale = bm.repair(mid, gcnn, gcnn, data.match)
+        loss_stale = bm._acc_loss(stale, data)[1]
         assert loss_stale - r["loss_mid_reset"] > 0.1, (seed, loss_stale)  # about 0.3 nats
 
 
@@ -262,7 +266,7 @@ def test_loss_barriers_pair_like_the_accuracy_barriers(data):
         for key in ("reset", "repair"):
             assert r[f"loss_barrier_{key}"] == pytest.approx(
                 r[f"loss_mid_{key}"] - 0.5 * (r["loss_a_reset"] + r["loss_b_reset"]))
-        acc, loss = gb._acc_loss(net, data)
+        acc, loss = bm._acc_loss(net, data)
         assert acc == pytest.approx(100 * gb.evaluate_accuracy(net, data.test_images, data.test_labels))
         assert loss > 0
 
@@ -279,7 +283,7 @@ def test_scale_invariant_distance_is_zero_on_a_rescaled_gcnn(data, seed):
         torch.testing.assert_close(scaled(x), plain(x), atol=2e-3, rtol=1e-2)
         exact = [copy.deepcopy(scaled), copy.deepcopy(plain)]
         for net in exact:
-            for layer in gb.conv_layers(net):
+            for layer in conv_layers(net):
                 layer.bn.eps = 0.0
         torch.testing.assert_close(exact[0](x), exact[1](x), atol=1e-5, rtol=1e-5)
     perms = {f"conv{i}": p for i, p in enumerate(gcnn.involutions)}
@@ -351,7 +355,7 @@ def test_medium_budget_is_vgg11_at_one_eighth_on_all_images():
     b = gb.BUDGETS["medium"]
     net = gb.build_network("plain", b.widths[0], 0, b)
     assert net.channels == [8, 16, 32, 32, 64, 64, 64, 64]  # VGG11's layers at 1/8 width
-    assert (b.n_train, b.n_test, b.augment_crop, b.networks, b.variants) == (50000, 10000, 4, 3, gb.VARIANTS)
+    assert (b.n_train, b.n_test, b.train.augment_crop, b.networks, b.variants) == (50000, 10000, 4, 3, gb.VARIANTS)
     assert b.amp == "none" and not b.channels_last  # a CPU budget
     for variant in gb.VARIANTS:  # the crops for every variant, the flips as the variants say
         cfg = gb.train_config(variant, 0, b)
@@ -401,7 +405,7 @@ def test_medium_training_resumes_after_a_kill_and_never_retrains(tmp_path, monke
     the same call resumes it at epoch 3 (same weights as an uninterrupted run) and loads
     finished networks from the cache instead of training them."""
     b = gb.replace(gb.BUDGETS["medium"], config=(4, "M", 6, "M"), widths=(1.0,), variants=("plain", "gcnn"),
-                   seeds=(0, 1), n_train=64, epochs=3, batch_size=32)
+                   seeds=(0, 1), n_train=64, train=gb.BUDGETS["medium"].train.replace(epochs=3, batch_size=32))
     gen = torch.Generator().manual_seed(0)
     data = (torch.randint(0, 256, (64, 3, 32, 32), generator=gen, dtype=torch.uint8),
             torch.randint(0, 10, (64,), generator=gen))
