@@ -34,7 +34,7 @@ import torch
 
 from .validation import check_int, show
 
-__all__ = ["cache_dir", "config_hash", "content_hash", "atomic_write", "save_torch", "load_torch", "CorruptFileError",
+__all__ = ["cache_dir", "config_hash", "json_object", "content_hash", "atomic_write", "save_torch", "load_torch", "CorruptFileError",
            "clean_stale_temporaries", "warn_once", "CACHE_WRITE_ERRORS"]
 
 #: errors that mean "this cache cannot be written" (read-only, full, no permission, ...);
@@ -177,6 +177,24 @@ def _check_trusted(folder: Path) -> None:
                               str(folder))
 
 
+def json_object(mapping: Mapping[Any, Any], convert: Callable[[str, Any], Any], where: str) -> dict[str, Any]:
+    """``{key: convert(key, value)}`` for a mapping about to become a JSON object, whose
+    keys must all be strings (``{1: ...}`` and ``{'1': ...}`` would collide).
+
+    Raises:
+        TypeError: naming ``where`` and the first key that is not a str.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    out = {}
+    for key, value in mapping.items():
+        if not isinstance(key, str):
+            raise TypeError(f"{where}: key {key!r} is a {type(key).__name__}, not a str (JSON keys are "
+                            "strings, so {1: ...} and {'1': ...} would collide); use string keys")
+        out[key] = convert(key, value)
+    return out
+
+
 def _plain(value: Any, path: str) -> Any:
     """``value`` as plain JSON (dicts with str keys, lists, str, finite numbers, bools,
     None; tuples become lists), or a TypeError/ValueError naming ``path``."""
@@ -188,13 +206,7 @@ def _plain(value: Any, path: str) -> Any:
                              "describe it as a string or leave it out")
         return value
     if isinstance(value, Mapping):
-        out = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError(f"{path}: key {key!r} is a {type(key).__name__}, not a str (JSON keys are "
-                                "strings, so {1: ...} and {'1': ...} would collide); use string keys")
-            out[key] = _plain(item, f"{path}[{key!r}]")
-        return out
+        return json_object(value, lambda key, item: _plain(item, f"{path}[{key!r}]"), path)
     if isinstance(value, (list, tuple)):
         return [_plain(item, f"{path}[{i}]") for i, item in enumerate(value)]
     hint = ("; hash its bytes with eqlib.io.content_hash" if isinstance(value, torch.Tensor)

@@ -78,8 +78,7 @@ class BarrierBudget:
     channels_last: bool = False
 
     def __post_init__(self):
-        if not isinstance(self.train, TrainConfig):
-            raise TypeError(f"BarrierBudget.train must be a TrainConfig, got {type(self.train).__name__}")
+        protocol.check_nested(self, "train", TrainConfig)
         if self.amp not in ("none", "bf16"):
             raise ValueError(f"BarrierBudget.amp must be 'none' or 'bf16', got {self.amp!r}")
         if not isinstance(self.channels_last, bool):

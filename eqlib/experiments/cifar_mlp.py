@@ -236,12 +236,8 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
         for fig in figures.values():
             plt.close(fig)
         return summary
-    try:
-        protocol.write_outputs(out, names["json"], summary,
-                               {names[k]: fig for k, fig in figures.items() if k in names})
-    except protocol.OutputsKept as exc:
-        exc.record = summary
-        raise
+    protocol.write_outputs(out, names["json"], summary,
+                           {names[k]: fig for k, fig in figures.items() if k in names})
     return summary
 
 
@@ -364,11 +360,7 @@ def run_seeds(seeds: Sequence[int], budget: str | None = None, out: str | Path |
     record = {"settings": runs[0]["settings"], "seeds": seeds, "runs": runs,
               "spread": seed_spread(runs), "networks": runs[0]["networks"]}
     if out is not None:
-        try:
-            protocol.write_outputs(out, seeds_name(runs[0]["settings"]["name"]), record)
-        except protocol.OutputsKept as exc:
-            exc.record = record
-            raise
+        protocol.write_outputs(out, seeds_name(runs[0]["settings"]["name"]), record)
     return record
 
 

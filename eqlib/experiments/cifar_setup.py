@@ -86,8 +86,7 @@ class Settings:
     attention_patch: int = 4
 
     def __post_init__(self):
-        if not isinstance(self.train, TrainConfig):
-            raise TypeError(f"Settings.train must be a TrainConfig, got {type(self.train).__name__}")
+        protocol.check_nested(self, "train", TrainConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return protocol.settings_dict(self)

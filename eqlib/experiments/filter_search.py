@@ -114,8 +114,7 @@ class SearchSettings:
     subspace_k: int = 256
 
     def __post_init__(self):
-        if not isinstance(self.train, TrainConfig):
-            raise TypeError(f"SearchSettings.train must be a TrainConfig, got {type(self.train).__name__}")
+        protocol.check_nested(self, "train", TrainConfig)
         for name in ("n_train", "n_test", "probes", "subspace_k"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -610,12 +609,8 @@ def run_search(s: SearchSettings, out: Path, options: protocol.RunOptions, stem:
                                    on_row=lambda row: print("search:", json.dumps(row), flush=True))
     found["budget"] = options.budget
     name = protocol.output_name(stem, options.budget, suffix="")
-    try:
-        protocol.write_outputs(out, f"{name}.json", found,
-                               {f"{name}_filters_{k}.png": fig for k, fig in enumerate(figures)}, dpi=80)
-    except protocol.OutputsKept as exc:
-        exc.record = found
-        raise
+    protocol.write_outputs(out, f"{name}.json", found,
+                           {f"{name}_filters_{k}.png": fig for k, fig in enumerate(figures)}, dpi=80)
     return found
 
 

@@ -342,11 +342,7 @@ def _run(b: BarrierBudget, out: Path, options: protocol.RunOptions) -> dict[str,
                            "machine": platform.machine()}
     figures = _figures(results, stem) if "figures" in options.parts else {}
     results["figures"] = list(figures)
-    try:
-        protocol.write_outputs(out, stem + ".json", results, figures, dpi=120)
-    except protocol.OutputsKept as exc:
-        exc.record = results
-        raise
+    protocol.write_outputs(out, stem + ".json", results, figures, dpi=120)
     return results
 
 

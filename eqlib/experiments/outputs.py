@@ -160,7 +160,8 @@ def write_outputs(out: str | os.PathLike, record_name: str, record: Any,
     Raises:
         OutputsKept: when anything fails on the way (a target name in the way, ``out``
             read-only, the disk full): the message names the folder where every output
-            written so far is kept (and a rescue copy of the JSON, if one was needed).
+            written so far is kept (and a rescue copy of the JSON, if one was needed); its
+            ``record`` is ``record``, so a command line can still print its summary.
 
     Chapters: Part III, *Experiments*.
     """
@@ -179,7 +180,8 @@ def write_outputs(out: str | os.PathLike, record_name: str, record: Any,
         # the names were checked before the work; staged_outputs checks them again before moving
         with staged_outputs(out) as stage:
             write_all(stage)
-    except OutputsKept:
+    except OutputsKept as exc:
+        exc.record = record
         raise
     except (OSError, ValueError) as exc:
         kept = stage if stage is not None and stage.is_dir() and any(stage.iterdir()) else None
@@ -193,8 +195,10 @@ def write_outputs(out: str | os.PathLike, record_name: str, record: Any,
                 except (OSError, ValueError):
                     continue
         where = f"the outputs are kept in {str(kept)!r}" if kept else "they could not be kept anywhere"
-        raise OutputsKept(getattr(exc, "errno", None),
-                          f"could not write the outputs into {str(out)!r} ({exc}); {where}", kept) from exc
+        kept_error = OutputsKept(getattr(exc, "errno", None),
+                                 f"could not write the outputs into {str(out)!r} ({exc}); {where}", kept)
+        kept_error.record = record
+        raise kept_error from exc
     finally:
         for fig in figures.values():
             plt.close(fig)

@@ -43,7 +43,7 @@ from .outputs import OutputsKept, check_targets, output_name, staged_outputs, te
 from .records import (NONFINITE_KEY, RECORDS, _fields, _is_settings, check_recorded, legacy_settings, load_json,
                       load_recorded, numbers_differ, settings_dict, strict_json, write_json)
 
-__all__ = ["Experiment", "ExperimentCLI", "RunOptions", "main", "setting_keys", "replace_settings",
+__all__ = ["Experiment", "ExperimentCLI", "RunOptions", "main", "setting_keys", "replace_settings", "check_nested",
            "legacy_settings", "settings", "settings_dict", "parse_setting", "parse_settings", "parse_seeds",
            "build_parser", "parse_args", "write_json", "strict_json", "load_json", "check_recorded",
            "numbers_differ", "output_name", "check_targets", "staged_outputs", "write_outputs",
@@ -60,6 +60,17 @@ def _check_budgets(budgets: Mapping[str, Any]) -> None:
         if not _is_settings(value):
             raise TypeError(f"budgets[{key!r}] must be a settings dataclass instance, "
                             f"got {type(value).__name__}")
+
+
+def check_nested(s: Any, field: str, kind: type) -> None:
+    """Raise a TypeError, naming the settings type and ``field``, unless ``s.<field>`` is a
+    ``kind`` (a settings dataclass's check of the settings it nests, e.g. its ``TrainConfig``).
+
+    Chapters: Part III, *Experiments*.
+    """
+    value = getattr(s, field)
+    if not isinstance(value, kind):
+        raise TypeError(f"{type(s).__name__}.{field} must be a {kind.__name__}, got {type(value).__name__}")
 
 
 def setting_keys(s: Any) -> list[str]:

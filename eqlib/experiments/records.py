@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..io import atomic_write
+from ..io import atomic_write, json_object
 from ..validation import check_bool, check_choice, show
 
 __all__ = ["NONFINITE_KEY", "RECORDS", "strict_json", "write_json", "load_json", "load_recorded",
@@ -58,13 +58,8 @@ def _strict(obj: Any, parts: tuple, notes: dict[str, str]) -> Any:
         notes[_pointer(parts)] = "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
         return None
     if isinstance(obj, Mapping):
-        out = {}
-        for k, v in obj.items():
-            if not isinstance(k, str):
-                raise TypeError(f"write_json: key {k!r} at {_pointer(parts) or '/'} is a {type(k).__name__}, "
-                                "not a str")
-            out[k] = _strict(v, parts + (k,), notes)
-        return out
+        return json_object(obj, lambda k, v: _strict(v, parts + (k,), notes),
+                           f"write_json: at {_pointer(parts) or '/'}")
     if isinstance(obj, (list, tuple)):
         return [_strict(v, parts + (i,), notes) for i, v in enumerate(obj)]
     item = getattr(obj, "item", None)  # numpy / torch scalars
