@@ -5,6 +5,7 @@ configuration the old loops ran; the filter search to 1e-6 (reason at the test).
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import _old_trainer as old
 import pytest
@@ -13,6 +14,7 @@ import torch
 from eqlib.actions import regular, trivial
 from eqlib.experiments.cifar_setup import build_mlp
 from eqlib.experiments.filter_search import SEARCH_VARIANTS, SearchSettings, search_train
+from eqlib.experiments.protocol import replace_settings
 from eqlib.groups import dihedral
 from eqlib.images import image_dihedral
 from eqlib.models import MLP
@@ -111,10 +113,13 @@ def test_filter_search_runs_agree(variant):
     one loop runs f(x), f(m x) and f(noise), f(m noise) separately, F.mse_loss and
     (weight · ramp) · mean. Same data order, augmentation, noise, schedule, parameter
     groups and projection; the difference is float32 rounding."""
-    s = dataclasses.replace(SearchSettings(hidden=(16, 8, 8), epochs=2, batch_size=16, probes=8, subspace_k=8),
-                            **SEARCH_VARIANTS[variant])
+    s = replace_settings(SearchSettings(hidden=(16, 8, 8), probes=8, subspace_k=8),
+                         {"train.epochs": 2, "train.batch_size": 16, **SEARCH_VARIANTS[variant]})
+    # the old loop read the settings flat (the training's fields beside the others)
+    flat = types.SimpleNamespace(**{**dataclasses.asdict(s.train), **dataclasses.asdict(s)},
+                                 noise_penalty=s.train.penalty_noise)
     X = torch.randn(40, 3072, generator=torch.Generator().manual_seed(3))
     a = old.search_train(build_mlp("tanh", "autoencode", s.hidden, seed=5, first_init_scale=s.first_init_scale),
-                         X, s, seed=5)
+                         X, flat, seed=5)
     b = search_train(s, X, seed=5).model
     _assert_same(a, b, exact=False)
