@@ -14,7 +14,8 @@ import torch
 from ..models.cnn import VGG, conv_layers
 from ..validation import check_tensor
 
-__all__ = ['filter_distance', 'gcnn_filter_distance', 'normalize_kernels', 'min_scaled_filter_distance', 'rescale_channels']
+__all__ = ["filter_distance", "gcnn_filter_distance", "normalize_kernels", "min_scaled_filter_distance",
+           "rescale_channels"]
 
 
 def normalize_kernels(weight: torch.Tensor) -> torch.Tensor:

@@ -209,7 +209,8 @@ def gcnn_barrier(model: nn.Module, data: MergeData, alphas: Sequence[float] | No
     minus the endpoints' mean loss, same pairing as the accuracy barriers);
     ``filter_distance`` per layer (:func:`~eqlib.experiments.barrier_filters.gcnn_filter_distance`) and its mean;
     ``filter_distance_scaled`` (the scale-invariant form at the matched permutations) and
-    ``filter_distance_min`` (minimised by :func:`~eqlib.experiments.barrier_filters.min_scaled_filter_distance`, started at the
+    ``filter_distance_min`` (minimised by
+    :func:`~eqlib.experiments.barrier_filters.min_scaled_filter_distance`, started at the
     matched permutations), their means, the minimisers (``filter_distance_min_perms``) and
     their distance from an involution; ``involution_distance`` per layer
     (fraction of channels c with π(π(c)) ≠ c) and its mean; ``matched_correlation`` per

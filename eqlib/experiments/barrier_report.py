@@ -18,12 +18,14 @@ _KINDS = ("barrier", "barrier_reset", "barrier_repair")
 
 
 def summary_table(results: dict[str, Any], spread: str = "std") -> tuple[list[str], list[list[str]]]:
-    """The main table of :func:`~eqlib.experiments.gcnn_barrier.run_experiment`'s results: one row per "variant@width" with
+    """The main table of :func:`~eqlib.experiments.gcnn_barrier.run_experiment`'s results:
+    one row per "variant@width" with
     test accuracy, GCNN and two-network barriers (interpolated statistics / BN reset /
     REPAIR, in ppt), the same three loss barriers (midpoint's cross-entropy minus the
     endpoints' mean, nats; when the results have them), the normalised filter distance from
-    the GCNN constraint (:func:`~eqlib.experiments.barrier_filters.gcnn_filter_distance`) and its scale-invariant form at the
-    matched permutations and minimised (:func:`~eqlib.experiments.barrier_filters.min_scaled_filter_distance`; when present),
+    the GCNN constraint (:func:`~eqlib.experiments.barrier_filters.gcnn_filter_distance`) and
+    its scale-invariant form at the matched permutations and minimised
+    (:func:`~eqlib.experiments.barrier_filters.min_scaled_filter_distance`; when present),
     the matched permutations' distance from an involution and
     the invariance error of the network and of its self-flip midpoint.
 

@@ -465,6 +465,8 @@ def _summary(record: Mapping[str, Any]) -> str:
 
 
 #: the experiment as :func:`eqlib.experiments.protocol.main` runs it
+#:
+#: :meta hide-value:
 EXPERIMENT = protocol.ExperimentCLI(
     prog="python -m eqlib.experiments.cifar_mlp",
     description=f"The CIFAR-10 MLP experiment of {PAPER}: first-layer filters, the "

@@ -35,7 +35,8 @@ from . import protocol
 from .cifar_setup import Settings, _data_spec, train_networks
 from ..validation import check_tensor
 
-__all__ = ["ABLATION_PROBES", "ABLATION_VARIANTS", "ablation", "ablation_settings", "attention_config", "emergence", "PatchAttentionAutoencoder",
+__all__ = ["ABLATION_PROBES", "ABLATION_VARIANTS", "ablation", "ablation_settings", "attention_config", "emergence",
+           "PatchAttentionAutoencoder",
            "attention_experiment"]
 
 

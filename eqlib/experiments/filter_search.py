@@ -615,6 +615,8 @@ def run_search(s: SearchSettings, out: Path, options: protocol.RunOptions, stem:
 
 
 #: the search as :func:`eqlib.experiments.protocol.main` runs it
+#:
+#: :meta hide-value:
 EXPERIMENT = protocol.ExperimentCLI(
     prog="python -m eqlib.experiments.filter_search",
     description="The search for a training protocol under which the first-layer filters of the Tanh "

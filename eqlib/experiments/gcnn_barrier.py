@@ -347,6 +347,8 @@ def _run(b: BarrierBudget, out: Path, options: protocol.RunOptions) -> dict[str,
 
 
 #: the experiment as :func:`eqlib.experiments.protocol.main` runs it
+#:
+#: :meta hide-value:
 EXPERIMENT = protocol.ExperimentCLI(
     prog="python -m eqlib.experiments.gcnn_barrier",
     description="The GCNN barrier on CIFAR-10 (Bökman & Kahl, \"Investigating how ReLU-networks encode "

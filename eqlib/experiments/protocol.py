@@ -381,7 +381,8 @@ def build_parser(prog: str, description: str, parts: Sequence[str] = (),
     seeds.add_argument("--seeds", default=None, metavar="LIST",
                        help="several seeds, e.g. 0,1,2 or 0-2 (each trains its own networks)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a setting of the budget, e.g. --set train.epochs=40 (dotted keys reach the nested training settings; repeatable)")
+                   help="override a setting of the budget, e.g. --set train.epochs=40 (dotted keys reach the "
+                        "nested training settings; repeatable)")
     if parts:
         p.add_argument("--parts", default=",".join(parts if default_parts is None
                                                    else default_parts),
@@ -571,7 +572,8 @@ def main(experiment: Experiment, argv: Sequence[str] | None = None) -> dict[str,
 
     def outputs(args: argparse.Namespace) -> list[str]:  # checked before any work
         chosen["options"] = RunOptions(
-            budget=args.budget, device=args.device, seeds=tuple(args.seeds), seeds_given=seeds_given, parts=tuple(args.parts),
+            budget=args.budget, device=args.device, seeds=tuple(args.seeds), seeds_given=seeds_given,
+            parts=tuple(args.parts),
             data=args.data, download=args.download, progress=args.progress, overrides=tuple(args.set),
             command=f"{experiment.prog} {shlex.join(argv_list)}".strip(),
             flags={name: getattr(args, name) for name in flag_names})
