@@ -2,14 +2,19 @@
 
 An experiment module declares
 
-- a frozen dataclass of its knobs (one field per setting, the first field ``name``),
+- a frozen dataclass of its knobs (one field per setting), nesting the
+  :class:`eqlib.train.TrainConfig` its networks train with (field ``train``),
 - ``BUDGETS``: ``{"laptop": <settings>, "full": <settings>}`` (see :mod:`eqlib.budget`),
 - ``PARTS``: the names of the parts its ``run`` can do,
+- ``EXPERIMENT``: an :class:`Experiment` (``settings(budget, **overrides)``,
+  ``run(settings, out, options) -> dict`` and what the command line needs), its ``main``
+  one call of :func:`main`,
 
 and gets from here
 
-- :func:`settings`: the settings of a budget with typed overrides,
-- :func:`parse_setting`: ``"KEY=VALUE"`` typed like the field (``--set``),
+- :func:`settings`: the settings of a budget with typed overrides (dotted keys reach nested
+  settings: ``train.lr``; :func:`replace_settings`, :func:`setting_keys`),
+- :func:`parse_setting`: ``"KEY=VALUE"`` typed like the field (``--set train.epochs=2``),
 - :func:`build_parser` / :func:`parse_args`: one command line with the same flags for
   every experiment (``--budget``, ``--device``, ``--seed``/``--seeds``, ``--set``,
   ``--parts``, ``--out`` (checked writable before any work), ``--progress/--no-progress``,
@@ -564,10 +569,8 @@ def main(experiment: Experiment, argv: Sequence[str] | None = None) -> dict[str,
     parser = build_parser(experiment.prog, experiment.description, experiment.parts,
                           progress=experiment.progress, default_parts=experiment.default_parts,
                           epilog=experiment.epilog, budgets=tuple(experiment.budgets))
-    for flag, keywords in dict(experiment.flags).items():
-        parser.add_argument(flag, **keywords)
+    flag_names = [parser.add_argument(flag, **keywords).dest for flag, keywords in dict(experiment.flags).items()]
     seeds_given = any(a.split("=")[0] in ("--seed", "--seeds") for a in argv_list)
-    flag_names = [parser._option_string_actions[f].dest for f in experiment.flags]
     chosen: dict[str, Any] = {}
 
     def outputs(args: argparse.Namespace) -> list[str]:  # checked before any work
