@@ -93,7 +93,9 @@ class Action:
         )
 
     def _check(self, g: GroupElement) -> int:
-        if not isinstance(g, GroupElement) or g.group != self.group:
+        if not isinstance(g, GroupElement):
+            raise TypeError(f"g must be an element of {self.group.name} (a GroupElement), got {show(g)}")
+        if g.group != self.group:
             raise ValueError(f"g = {g!r} is not an element of {self.group.name}, the group this action is of")
         return g.index
 

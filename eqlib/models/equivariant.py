@@ -25,7 +25,7 @@ from ..actions.intertwiners import _check_pair
 from ..validation import check_bool, check_tensor, show
 from .base import EquivariantLayer
 from .activation import activation_record
-from .mlp import ACTIVATIONS, FlatModel, _generator, layer_activations
+from .mlp import ACTIVATIONS, FlatModel, _check_activation, _generator, layer_activations
 
 __all__ = ["IntertwinerProjection", "GroupAverage", "EquivariantDense", "EquivariantMLP"]
 
@@ -121,8 +121,7 @@ class EquivariantDense(EquivariantLayer):
                  seed: int | torch.Generator | None = 0):
         super().__init__()
         _check_pair(rho_in, rho_out)
-        if not isinstance(activation, str) or activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {activation!r}: activation must be one of {sorted(ACTIVATIONS)}")
+        _check_activation(activation)
         if not _pointwise_ok(rho_out, activation):
             raise ValueError(f"activation {activation!r} is applied pointwise, which commutes with rho_out only "
                              f"when rho_out acts by permutations (signed ones need an odd activation); got "
