@@ -62,15 +62,6 @@ class PermutationSpec:
         """The permutation names, in network order."""
         return list(self.sizes)
 
-    def perm_to_axes(self) -> dict[str, list[tuple[str, int]]]:
-        """``{perm name: [(state_dict key, axis), ...]}``."""
-        out: dict[str, list[tuple[str, int]]] = {n: [] for n in self.sizes}
-        for key, ax in self.axes.items():
-            for a, name in enumerate(ax):
-                if name is not None:
-                    out[name].append((key, a))
-        return out
-
 
 def vgg_permutation_spec(model: VGG) -> PermutationSpec:
     """The spec of a :class:`~eqlib.models.cnn.VGG`: one permutation ``"conv{k}"`` per conv layer.

@@ -60,9 +60,9 @@ class EquivariantLayer(Layer):
     """A layer that carries the actions it is equivariant for: f(ρ_in(g) x) = ρ_out(g) f(x).
 
     Subclasses set ``rho_in`` and ``rho_out`` (actions of one group on V_{i-1} and V_i)
-    in their constructor and implement :meth:`export`. The base gives every such layer
-    the same two services: :meth:`check_equivariance` measures the equivariance of the
-    layer itself, and :meth:`export` returns plain torch modules computing the same
+    in their constructor and implement ``export``. The base gives every such layer
+    the same two services: ``check_equivariance`` measures the equivariance of the
+    layer itself, and ``export`` returns plain torch modules computing the same
     function without any parametrization (for deployment, or to compare with an
     unconstrained layer).
 

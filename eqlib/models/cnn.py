@@ -194,16 +194,6 @@ class VGG(Model):
         """Output channels of every conv layer."""
         return [l.conv.out_channels for l in conv_layers(self)]
 
-    def preactivations(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """The ReLU inputs BN(conv(·)) of every conv layer on a batch x: list of (N, C_i, H_i, W_i)."""
-        x = self.check_input(x)
-        out = []
-        for layer in self.layers[:-1]:
-            z = layer.preactivation(x)
-            out.append(z)
-            x = layer.activate(z)
-        return out
-
     def extra_repr(self) -> str:
         return f"config={self.config}, width={self.width}, batchnorm={self.batchnorm}"
 

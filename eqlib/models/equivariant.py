@@ -162,7 +162,7 @@ class EquivariantDense(EquivariantLayer):
     def export(self) -> nn.Module:
         """The same function as plain torch modules: ``nn.Linear`` holding the constrained W
         and b (no parametrization), followed by σ as a module unless σ is the identity, and
-        preceded by ``nn.Flatten`` when ρ_in acts on images (as :meth:`forward` flattens).
+        preceded by ``nn.Flatten`` when ρ_in acts on images (as ``forward`` flattens).
         Its parameters are copies: training it leaves this layer unchanged.
 
         Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).

@@ -197,7 +197,6 @@ ENTRIES: list[Entry] = [
     E(cnn.PoolHead.forward, lambda n, s: (seeded(s, lambda: cnn.PoolHead(4, 2, 3)).forward,
                                       {"x": rn(s, n, 4, 2, 2)}), "x"),
     E(cnn.VGG.check_input, lambda n, s: (vgg(s).check_input, {"x": rn(s, n, 3, 8, 8)}), "x"),
-    E(cnn.VGG.preactivations, lambda n, s: (vgg(s).eval().preactivations, {"x": rn(s, n, 3, 8, 8)}), "x"),
     E(cnn.mirror_invariance_error, lambda n, s: (cnn.mirror_invariance_error,
                                                  {"model": vgg(s), "x": rn(s, n + 1, 3, 8, 8)}), "x"),
     E(equivariant.IntertwinerProjection.__init__, lambda n, s: (
