@@ -210,6 +210,8 @@ ENTRIES: list[Entry] = [
                                                    {"x": rn(s, n, 3)}), "x"),
     E(EquivariantDense.forward, lambda n, s: (EquivariantDense(REG3, REG3, "tanh", seed=s % 97).forward,
                                              {"x": rn(s, n, 3)}), "x"),
+    E(mbase.EquivariantLayer.check_equivariance, lambda n, s: (
+        EquivariantDense(REG3, REG3, "tanh", seed=s % 97).check_equivariance, {"x": rn(s, n, 3)}), "x"),
     E(Dense.preactivation, lambda n, s: (Dense(4, 3, "tanh", seed=s % 97).preactivation, {"x": rn(s, n, 4)}), "x"),
     E(Dense.forward, lambda n, s: (Dense(4, 3, "tanh", seed=s % 97).forward, {"x": rn(s, n, 4)}), "x"),
     E(mlp.FlatModel.forward, lambda n, s: (MLP([4, 5, 3], seed=s % 97).forward, {"x": rn(s, n, 4)}), "x"),
