@@ -18,12 +18,14 @@ preset, not a mode: :func:`image_preset` gives the mirror as the symmetry and
 :class:`Normalize`. :func:`cached_train` keys trained models on disk by content and an
 interrupted run resumes from its last checkpoint with the weights of an uninterrupted one.
 
-The package's modules, by concern: ``config`` (:class:`TrainConfig`, :class:`TrainResult`),
-``schedules`` (learning rate and penalty weight over training), ``checks`` (the arguments),
-``preset`` (:class:`Normalize`, :func:`image_preset`, :func:`evaluate_accuracy`),
-``identity`` (a run's content key), ``state`` (optimizer, history, checkpoints), ``steps``
-(one epoch, :func:`penalty_term`), ``loop`` (:func:`train`) and ``cache``
-(:func:`cached_train`); every public name is importable from ``eqlib.train``.
+The package's modules, by concern: :mod:`eqlib.train.config` (:class:`TrainConfig`,
+:class:`TrainResult`), :mod:`eqlib.train.schedules` (learning rate and penalty weight over
+training), :mod:`eqlib.train.checks` (the arguments), :mod:`eqlib.train.preset`
+(:class:`Normalize`, :func:`image_preset`, :func:`evaluate_accuracy`),
+:mod:`eqlib.train.identity` (a run's key, by content), :mod:`eqlib.train.state` (optimizer,
+history, checkpoints), :mod:`eqlib.train.steps` (one epoch, :func:`penalty_term`),
+:mod:`eqlib.train.loop` (:func:`train`) and :mod:`eqlib.train.cache` (:func:`cached_train`);
+every public name is importable from, and documented under, ``eqlib.train``.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """

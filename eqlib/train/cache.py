@@ -1,5 +1,5 @@
 """A cache of trained models on disk, keyed by the run's identity by content
-(:func:`cached_train`).
+(:func:`~eqlib.train.cached_train`).
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """

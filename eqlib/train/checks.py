@@ -1,4 +1,4 @@
-"""The arguments of :func:`eqlib.train.train` and :func:`eqlib.train.cached_train`, checked at the
+"""The arguments of :func:`~eqlib.train.train` and :func:`~eqlib.train.cached_train`, checked at the
 boundary: samples and labels, images, the symmetry, hooks, the device and the model.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).

@@ -1,5 +1,5 @@
-"""What determines a training run (:class:`TrainConfig`, whose fields key the cache) and what
-it returns (:class:`TrainResult`).
+"""What determines a training run (:class:`~eqlib.train.TrainConfig`, whose fields key the cache) and what
+it returns (:class:`~eqlib.train.TrainResult`).
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """

@@ -1,4 +1,4 @@
-"""The one training loop, :func:`train`: epochs of ``steps``, evaluation, snapshots,
+"""The one training loop, :func:`~eqlib.train.train`: epochs of ``steps``, evaluation, snapshots,
 checkpoints and hooks.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).

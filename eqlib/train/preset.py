@@ -1,5 +1,6 @@
-"""Images are a preset of the trainer, not a mode: :class:`Normalize` (the preprocessing),
-:func:`image_preset` (the mirror as the symmetry) and :func:`evaluate_accuracy` on uint8 images.
+"""Images are a preset of the trainer, not a mode: :class:`~eqlib.train.Normalize` (the
+preprocessing), :func:`~eqlib.train.image_preset` (the mirror as the symmetry) and
+:func:`~eqlib.train.evaluate_accuracy` on uint8 images.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """

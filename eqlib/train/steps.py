@@ -1,4 +1,4 @@
-"""One epoch of :func:`eqlib.train.train`: batches in a seeded order, crops, per-sample group
+"""One epoch of :func:`~eqlib.train.train`: batches in a seeded order, crops, per-sample group
 elements, the task loss and the symmetry penalty, the optimizer steps, and the epoch's means.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).

@@ -63,9 +63,12 @@ def _group_vectors():
 
 #: (case, cache file name, stored identity) computed before the split of eqlib/train.py
 PINNED = {
-    "classifier": ("MLP-classify-76ab1f2bd8d3759a.pt", "76ab1f2bd8d3759a3540313e71aefc71a015ec7b819390923de4ec4e12ebcd83"),
-    "autoencoder": ("MLP-autoencode-eaadb1c922854993.pt", "eaadb1c922854993f96f0482fb04d41c205b5581ae7885f13703a4669337c0e1"),
-    "group_vectors": ("MLP-classify-f316137e0ffea620.pt", "f316137e0ffea620faa994f304057103be35ff187bf2021b4a4e2ba6202335f2"),
+    "classifier": ("MLP-classify-76ab1f2bd8d3759a.pt",
+                   "76ab1f2bd8d3759a3540313e71aefc71a015ec7b819390923de4ec4e12ebcd83"),
+    "autoencoder": ("MLP-autoencode-eaadb1c922854993.pt",
+                    "eaadb1c922854993f96f0482fb04d41c205b5581ae7885f13703a4669337c0e1"),
+    "group_vectors": ("MLP-classify-f316137e0ffea620.pt",
+                      "f316137e0ffea620faa994f304057103be35ff187bf2021b4a4e2ba6202335f2"),
 }
 CASES = {"classifier": _classifier, "autoencoder": _autoencoder, "group_vectors": _group_vectors}
 
