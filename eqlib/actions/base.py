@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..groups import FiniteGroup, GroupElement
+from ..seeds import torch_generator
 from ..validation import check_finite, check_int, check_shape, check_tensor, show
 
 Tensor = torch.Tensor
@@ -324,7 +325,7 @@ def check_homomorphism(rho: Action, num_probes: int = 8, seed: int = 0) -> float
         raise TypeError(f"rho must be an Action, got {show(rho)}")
     num_probes = check_int("num_probes", num_probes, 1, 10**5)
     G = rho.group
-    x = torch.randn(num_probes, rho.dim, generator=torch.Generator().manual_seed(check_int("seed", seed)))
+    x = torch.randn(num_probes, rho.dim, generator=torch_generator(seed))
     acted = [rho.act(h, x) for h in G]
     for h in G:
         if not bool(torch.isfinite(acted[h.index]).all()):

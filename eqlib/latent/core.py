@@ -21,6 +21,7 @@ from ..models.base import Model
 from ..models.convnet import SameConv
 from ..models.mlp import Dense
 from ..submodels import reduce
+from ..seeds import torch_generator
 from ..validation import check_bool, check_finite, check_float, check_int, check_tensor
 from .lstsq import recover_by_lstsq
 from .result import LatentActions, homomorphism_error, layer_errors
@@ -42,7 +43,7 @@ Tensor = torch.Tensor
 def _probes(model, n: int, seed: int) -> Tensor:
     d0 = mlp_layers(model)[0].in_dim
     dev = mlp_layers(model)[0].weight.device
-    return torch.randn(n, d0, generator=torch.Generator().manual_seed(seed)).to(dev)
+    return torch.randn(n, d0, generator=torch_generator(seed)).to(dev)
 
 
 def _reduce(model, notes: list[str], degenerate: bool):
@@ -92,7 +93,7 @@ def _other_family(family: str, model, rho_in, rho_out, method: str, x, tol, num_
     check_int("num_probes", num_probes, 1), check_int("seed", seed, 0)
     first = model if isinstance(model, MultiHeadAttention) else model.layers[0]
     if x is None:
-        x = torch.randn(num_probes, *first.in_shape, generator=torch.Generator().manual_seed(seed))
+        x = torch.randn(num_probes, *first.in_shape, generator=torch_generator(seed))
     if family == "conv":
         return recover_conv_actions(model, x, rho_in, rho_out, group=group, tol=tol, seed=seed)
     if isinstance(model, MultiHeadAttention):

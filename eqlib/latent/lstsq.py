@@ -35,6 +35,7 @@ from ..actions import Action
 from ..groups import GroupElement
 from ..models.base import Model
 from ..models.mlp import MLP, Dense
+from ..seeds import torch_generator
 from ..validation import check_bool, check_choice, check_float, check_int, check_tensor
 from .result import dense_action
 
@@ -322,7 +323,7 @@ def paired_features(
     if generated:
         samples = check_int("samples", samples, 2)
         N = samples
-        gen = torch.Generator(device=device).manual_seed(int(seed))
+        gen = torch_generator(seed, device=device)
     else:
         check_tensor("samples", samples, dtypes="float", nonempty=True, finite=True)
         if samples.ndim == 0:

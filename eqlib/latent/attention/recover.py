@@ -21,6 +21,7 @@ from ...actions import Action, MatrixAction, equivariance_residual
 from ...groups import FiniteGroup, GroupElement
 from ...models.attention import AttentionNetwork, MultiHeadAttention
 from ...models.base import Model
+from ...seeds import torch_generator
 from ...validation import check_float, check_tensor, show
 from .tokens import ByElement, TokenAction, _permutation_homomorphism_error
 
@@ -222,7 +223,7 @@ def _fit_partner_basis(W1: Tensor, W1g: Tensor, W2: Tensor, W2g: Tensor, rcond: 
     keep = s > rcond * s.flatten(1).max(dim=1).values[:, None, None]
     Ct = torch.where(keep, Rt / torch.where(keep, D, torch.ones_like(D)), torch.zeros_like(D))
     C = V1 @ Ct @ V2h
-    gen = torch.Generator().manual_seed(0)
+    gen = torch_generator(0)
     for h in range(H):
         if bool(keep[h].all()):
             continue
@@ -252,7 +253,7 @@ def _fit_partner_basis_dense(W1: Tensor, W1g: Tensor, W2: Tensor, W2g: Tensor, r
     rhs = torch.cat([W1g.reshape(H, -1) / w1[..., 0], W2.reshape(H, -1) / w2[..., 0]], dim=1)
     U, s, Vh = torch.linalg.svd(M, full_matrices=M.shape[1] < d * d)
     U = U[..., :s.shape[-1]]
-    gen = torch.Generator().manual_seed(0)
+    gen = torch_generator(0)
     Cs = []
     for h in range(H):
         keep = s[h] > rcond * s[h, 0]
