@@ -120,7 +120,7 @@ class FiniteGroup:
         names: Sequence[str] | None = None,
         generators: Sequence[int] | None = None,
         name: str = "G",
-        check_associativity: bool = True,
+        *, check_associativity: bool = True,
     ):
         if not isinstance(name, str):
             raise TypeError(f"name must be a string, got {show(name)}")

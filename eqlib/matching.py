@@ -393,7 +393,7 @@ def channel_correlations(model_a: VGG, model_b: VGG, images: torch.Tensor, batch
     return out
 
 
-def match_activations(model_a: VGG, model_b: VGG, images: torch.Tensor, batch_size: int = 500,
+def match_activations(model_a: VGG, model_b: VGG, images: torch.Tensor, *, batch_size: int = 500,
                       return_correlations: bool = False):
     """Activation matching: the channel permutations of B that best align it with A.
 
@@ -510,7 +510,7 @@ def channel_statistics(model: VGG, images: torch.Tensor, batch_size: int = 500) 
 
 
 @torch.no_grad()
-def repair(merged: VGG, model_a: VGG, model_b: VGG, images: torch.Tensor, alpha: float = 0.5,
+def repair(merged: VGG, model_a: VGG, model_b: VGG, images: torch.Tensor, *, alpha: float = 0.5,
            batch_size: int = 500, eps: float = 1e-6) -> VGG:
     """REPAIR (Jordan et al. 2023): give each channel of the merged network the interpolated statistics.
 

@@ -70,7 +70,7 @@ def check_int(name: str, value: Any, low: int | None = None, high: int | None = 
 
 
 def check_float(name: str, value: Any, low: float | None = None, high: float | None = None,
-                low_open: bool = False, high_open: bool = False, finite: bool = True) -> float:
+                *, low_open: bool = False, high_open: bool = False, finite: bool = True) -> float:
     """``value`` as a float; NaN is always refused, inf unless ``finite=False``."""
     what = f"a {'finite ' if finite else ''}number{_bounds(low, high, low_open, high_open)}"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -110,9 +110,9 @@ _DTYPE_FAMILIES = {
 }
 
 
-def check_tensor(name: str, value: Any, ndim: int | Sequence[int] | None = None,
+def check_tensor(name: str, value: Any, *, ndim: int | Sequence[int] | None = None,
                  dtypes: Sequence[torch.dtype] | str | None = None, nonempty: bool = False,
-                 finite: bool = False, *, dtype: torch.dtype | Sequence[torch.dtype] | str | None = None,
+                 finite: bool = False, dtype: torch.dtype | Sequence[torch.dtype] | str | None = None,
                  device: str | torch.device | None = None, range: tuple[float | None, float | None] | None = None,
                  meta: bool = False) -> torch.Tensor:
     """The one tensor gate: ``value`` must be a ``torch.Tensor`` with

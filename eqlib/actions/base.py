@@ -94,7 +94,9 @@ class Action:
         )
 
     def _check(self, g: GroupElement) -> int:
-        if not isinstance(g, GroupElement) or g.group != self.group:
+        if not isinstance(g, GroupElement):
+            raise TypeError(f"g must be a GroupElement of {self.group.name}, got {show(g)}")
+        if g.group != self.group:
             raise ValueError(f"g = {g!r} is not an element of {self.group.name}, the group this action is of")
         return g.index
 
@@ -346,7 +348,9 @@ def _check_element_keys(name: str, mapping: object, group: FiniteGroup) -> None:
     if not isinstance(mapping, Mapping):
         raise TypeError(f"{name} must be a mapping from elements of {group.name}, got {show(mapping)}")
     for g in mapping:
-        if not isinstance(g, GroupElement) or g.group != group:
+        if not isinstance(g, GroupElement):
+            raise TypeError(f"{name} has the key {show(g)}, which is not a GroupElement (of {group.name})")
+        if g.group != group:
             raise ValueError(f"{name} has the key {g!r}, which is not an element of {group.name}")
 
 

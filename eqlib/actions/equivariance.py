@@ -37,7 +37,7 @@ def check_equivariance(
     rho_in: Action | Tensor,
     rho_out: Action | None = None,
     x: Tensor | None = None,
-    elements: Sequence[GroupElement] | None = None,
+    *, elements: Sequence[GroupElement] | None = None,
 ) -> dict[GroupElement, float]:
     """Relative equivariance error of f for each group element:
 

@@ -60,7 +60,7 @@ def probe_inputs(kind: str, n: int, train: CIFAR10, test: CIFAR10, s: Any, seed:
 
 @torch.no_grad()
 def paired_latents(model: nn.Module, y: torch.Tensor, layers: Sequence[int], axes: Sequence[str],
-                    chunk: int = 4096) -> dict[tuple[int, str | None], torch.Tensor]:
+                    *, chunk: int = 4096) -> dict[tuple[int, str | None], torch.Tensor]:
     """f_{≤i}(y) and f_{≤i}(m y) for every layer i and mirror m, one forward pass per chunk,
     keyed by ``(i, None)`` and ``(i, m)``. ``model`` has ``latents(x, upto=...)``.
 

@@ -179,7 +179,7 @@ class PlantedConv:
     hidden: bool
 
 
-def plant_c4_conv(blocks: list[list[str]], size: int = 7, kernel: int = 3, hide: bool = True,
+def plant_c4_conv(blocks: list[list[str]], *, size: int = 7, kernel: int = 3, hide: bool = True,
                   seed: int = 0) -> PlantedConv:
     """A conv net whose every layer is C4-equivariant, with channel actions you choose.
 
@@ -327,7 +327,7 @@ def _rows(W: Tensor, b: Tensor) -> Tensor:
 
 
 def recover_conv_actions(model: Model, x: Tensor, rho_in: Action | None = None,
-                         rho_out: Action | None = None, group: FiniteGroup | None = None,
+                         rho_out: Action | None = None, *, group: FiniteGroup | None = None,
                          tol: float = 1e-4, seed: int = 0) -> ConvLatentActions:
     """The theorem's proof under the generalized adjunction, as an algorithm (conv nets).
 

@@ -217,7 +217,7 @@ def latent_actions(model, rho_in: Action | None, rho_out: Action | None, *, meth
                              "the match is not unique")
         if reduction is not None:
             reduced_actions = actions
-            reduced_errs = layer_errors(target, rho_in, rho_out, actions, x)
+            reduced_errs = layer_errors(target, rho_in, rho_out, actions, x=x)
             actions = [lift_action(a, reduction.alpha[i + 1], reduction.alpha_star[i + 1])
                        for i, a in enumerate(actions)]
             in_group = [_distance_to_group(K, a) for K, a in zip(groups, actions)]
@@ -237,7 +237,7 @@ def latent_actions(model, rho_in: Action | None, rho_out: Action | None, *, meth
         notes.append("lstsq actions are unconstrained linear maps; 'distance to K_i' is the relative Frobenius "
                      "distance to the nearest element of the layer's symmetry group")
 
-    errs = layer_errors(model, rho_in, rho_out, actions, x, live=live)
+    errs = layer_errors(model, rho_in, rho_out, actions, x=x, live=live)
     if method != "weights":
         last = float(errs[-1].max())
         match.append(last)

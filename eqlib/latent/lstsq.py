@@ -142,7 +142,7 @@ def _solve_normal(X: Tensor, Y: Tensor, ridge: float, rcond: float) -> Tensor:
 def fit_linear_action(
     features: Tensor,
     features_transformed: Tensor,
-    fit_fraction: float = 0.5,
+    *, fit_fraction: float = 0.5,
     ridge: float = 0.0,
     solver: str | None = None,
     rcond: float = 1e-10,
@@ -267,7 +267,7 @@ def paired_features(
     act: Action,
     g: GroupElement,
     samples: int | Tensor = 100_000,
-    seed: int = 0,
+    *, seed: int = 0,
     noise_scale: float = 1.0,
     chunk_size: int = 8192,
     device: torch.device | str | None = None,
@@ -410,7 +410,7 @@ def linear_equivariance_error(
     act: Action,
     g: GroupElement,
     samples: int | Tensor = 100_000,
-    fit_fraction: float = 0.5,
+    *, fit_fraction: float = 0.5,
     ridge: float = 0.0,
     solver: str | None = None,
     seed: int = 0,
@@ -433,9 +433,9 @@ def linear_equivariance_error(
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps); used in *Reproducing the
     CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
-    F, Fg = paired_features(model_prefix, act, g, samples, seed, noise_scale, chunk_size,
+    F, Fg = paired_features(model_prefix, act, g, samples, seed=seed, noise_scale=noise_scale, chunk_size=chunk_size,
                             input_shape=input_shape, sampling=sampling)
-    return fit_linear_action(F, Fg, fit_fraction, ridge, solver)
+    return fit_linear_action(F, Fg, fit_fraction=fit_fraction, ridge=ridge, solver=solver)
 
 
 def recover_by_lstsq(model, rho_in: Action, groups, *, samples: int | Tensor = 100_000, seed: int = 0,
@@ -466,8 +466,8 @@ def recover_by_lstsq(model, rho_in: Action, groups, *, samples: int | Tensor = 1
         mats, worst, dist = [], 0.0, 0.0
         prefix = model.prefix(i)
         for g in G:
-            F, Fg = paired_features(prefix, rho_in, g, samples, seed, noise_scale, sampling=sampling)
-            fit = fit_linear_action(F, Fg, fit_fraction, ridge, solver)
+            F, Fg = paired_features(prefix, rho_in, g, samples, seed=seed, noise_scale=noise_scale, sampling=sampling)
+            fit = fit_linear_action(F, Fg, fit_fraction=fit_fraction, ridge=ridge, solver=solver)
             mats.append(fit.A.cpu())
             worst = max(worst, fit.median_error)
             if K is not None:

@@ -122,7 +122,7 @@ def _invariant_vector(rho: Action, gen: torch.Generator) -> Tensor:
     return torch.stack([rho.act(g, b0) for g in rho.group]).mean(0)
 
 
-def plant_equivariant(group: FiniteGroup, rho_in: Action, rho_out: Action, widths, activation: str = "tanh",
+def plant_equivariant(group: FiniteGroup, rho_in: Action, rho_out: Action, widths, *, activation: str = "tanh",
                       hidden: str | None = None, seed: int = 0, gain: float = 1.5, bias_scale: float = 0.5,
                       hide: bool = True) -> tuple[MLP, list[MonomialAction]]:
     """A random G-equivariant MLP whose layerwise structure is hidden by a symmetry.

@@ -192,7 +192,7 @@ def _rel(a: Tensor, b: Tensor) -> float:
     return float((a - b).norm() / a.norm().clamp_min(1e-12))
 
 
-def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4, check_clones: bool = True, *,
+def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4, *, check_clones: bool = True,
                        groups: list[SymmetryGroup] | None = None):
     """Recover k_i(g) for every hidden layer and every g from the weights (no reduction).
 

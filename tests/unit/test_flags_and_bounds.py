@@ -150,7 +150,7 @@ def _latent_setup():
     from eqlib.latent import plant_equivariant
     G = groups.cyclic(2)
     rho_in, rho_out = actions.regular(G), actions.regular(G)
-    net, _ = plant_equivariant(G, rho_in, rho_out, [2, 4, 2], "tanh", seed=0)
+    net, _ = plant_equivariant(G, rho_in, rho_out, [2, 4, 2], activation="tanh", seed=0)
     return G, rho_in, rho_out, net
 
 

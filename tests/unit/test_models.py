@@ -86,11 +86,11 @@ def test_attention_without_positions_is_token_permutation_equivariant():
     x = torch.randn(10, n, d, generator=torch.Generator().manual_seed(0))
     rho_in, rho_out = token_permutation(G, n, d), token_permutation(G, n, d)
     some = [G.identity, *G.generators, G.generators[0] @ G.generators[1]]
-    errs = check_equivariance(net, rho_in, rho_out, x, some)
+    errs = check_equivariance(net, rho_in, rho_out, x, elements=some)
     assert max(errs.values()) < 1e-5
     # with learned positional encodings, it is generally not
     pos = AttentionNetwork(n_tokens=n, dims=[d, 8, d], heads=2, positional=True, seed=1)
-    errs = check_equivariance(pos, rho_in, rho_out, x, some)
+    errs = check_equivariance(pos, rho_in, rho_out, x, elements=some)
     assert errs[G.identity] < 1e-6
     assert min(e for g, e in errs.items() if g != G.identity) > 1e-2
 

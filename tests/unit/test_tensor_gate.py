@@ -388,9 +388,9 @@ def _audit_cases():
             torch.eye(3), torch.rand(4, 3), torch.rand(4, 2))),
         (TypeError, "A must be a floating-point tensor", lambda: units.match_units(
             torch.ones(3, 4, dtype=torch.long), torch.ones(3, 4, dtype=torch.long))),
-        (ValueError, r"hidden must hold 1 action\(s\)", lambda: lres.layer_errors(net, reg3, reg3, [], x3)),
+        (ValueError, r"hidden must hold 1 action\(s\)", lambda: lres.layer_errors(net, reg3, reg3, [], x=x3)),
         (TypeError, "x must be a floating-point tensor", lambda: lres.layer_errors(
-            net, reg3, reg3, [reg3], torch.ones(2, 3, dtype=torch.long))),
+            net, reg3, reg3, [reg3], x=torch.ones(2, 3, dtype=torch.long))),
         (ValueError, "maps_gx must have the shape of maps_x", lambda: latt.recover_token_permutation(
             torch.rand(2, 4, 4), torch.rand(2, 3, 3))),
         (ValueError, r"images have 1 channel\(s\) .* but mean holds 3 numbers", lambda: prepare_images(img)),

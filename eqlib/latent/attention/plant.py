@@ -19,7 +19,7 @@ from ...groups import GroupElement
 from ...models.attention import MultiHeadAttention
 from ...models.base import Model
 from ...symmetries import apply_attention_symmetry, random_invertible, sample_attention_symmetry
-from ...seeds import torch_generator
+from ...seeds import spawn, torch_generator
 from ...validation import check_bool, check_float
 from .tokens import ByElement, TokenAction, _permutation_homomorphism_error
 
@@ -118,7 +118,7 @@ def _most_rank(*candidates: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
     return candidates[int(np.argmax(ranks))]
 
 
-def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray | dict, d_out: int | None = None,
+def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray | dict, *, d_out: int | None = None,
                                 out_features: Action | None = None, d_k: int = 4, d_v: int = 4,
                                 positional: bool = True, hide: bool = True, seed: int = 0) -> PlantedAttention:
     """An attention layer that is G-equivariant with a chosen head permutation, then hidden.
@@ -209,7 +209,7 @@ def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray |
             layer.P.copy_(sum(action_in.permute_tokens(g, P0) @ R[g.index].T for g in G) / G.order)
     planted = {g: tau[g.index].copy() for g in G}
     if hide:
-        sym = sample_attention_symmetry(layer, seed=int(seed) + 1)
+        sym = sample_attention_symmetry(layer, seed=spawn(seed, "hiding symmetry"))
         layer = apply_attention_symmetry(layer, sym)
         new_from_old = sym.perm.numpy()  # new head h is old head new_from_old[h]
         slot = np.argsort(new_from_old)  # old head h sits in slot[h]

@@ -39,7 +39,7 @@ def _layer(model: MultiHeadAttention | AttentionNetwork) -> MultiHeadAttention:
         if model.depth != 1:
             raise ValueError(f"head matching works layer by layer; pass one layer (this network has depth {model.depth})")
         return model.layers[0]
-    raise ValueError(f"expected a MultiHeadAttention layer or an AttentionNetwork, got {type(model).__name__}")
+    raise TypeError(f"model must be a MultiHeadAttention layer or an AttentionNetwork, got {type(model).__name__}")
 
 
 def _check_token_action(layer: MultiHeadAttention, action_in: object) -> TokenAction:
@@ -502,7 +502,7 @@ class AttentionLatentAction:
 
 
 def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, action_in: TokenAction, x: Tensor,
-                             out_features: Action | None = None, tol: float = 1e-4) -> AttentionLatentAction:
+                             *, out_features: Action | None = None, tol: float = 1e-4) -> AttentionLatentAction:
     """Recover the latent action of G on an attention layer (the theorem's proof for attention).
 
     For every g: transport θ by the adjunction, match heads by their products (τ_g),
@@ -594,7 +594,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
     return res
 
 
-def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, out_features: Action | None = None,
+def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, *, out_features: Action | None = None,
                               tol: float = 1e-4) -> list[AttentionLatentAction]:
     """Layer-by-layer latent actions of a stack of attention layers.
 
@@ -650,7 +650,7 @@ def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, out
                     sol = torch.linalg.lstsq(y.reshape(-1, d), target.reshape(-1, d), driver="gelsd").solution
                     mats.append(sol.T)
                 feat = MatrixAction(G, torch.stack(mats))
-            results.append(recover_attention_action(layer, act, h, feat, tol))
+            results.append(recover_attention_action(layer, act, h, out_features=feat, tol=tol))
             h = layer(h)
             act = TokenAction(G, feat, token_perms=action_in.perms)
     return results
