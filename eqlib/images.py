@@ -94,6 +94,11 @@ def mirror(shape: tuple[int, int, int], axis: str = "horizontal") -> Permutation
     natural photographs); ``axis="vertical"`` swaps top and bottom (the control). On a
     batch, ``mirror(shape, axis).act(m, x)`` equals :func:`mirror_images`.
 
+    Examples:
+        >>> act = mirror((1, 1, 3))  # one channel, one row of three pixels
+        >>> act.act(act.group["m"], torch.tensor([[[[1.0, 2.0, 3.0]]]]))
+        tensor([[[[3., 2., 1.]]]])
+
     Chapter: *Groups and actions* (book/part1/02_groups_and_actions).
     """
     shape = _check_image_shape(shape)

@@ -264,6 +264,13 @@ def apply_permutation(model: nn.Module, perms: Perms, spec: PermutationSpec | No
 def invert_permutation(p: torch.Tensor) -> torch.Tensor:
     """p⁻¹ with p⁻¹[p[j]] = j.
 
+    Examples:
+        >>> p = torch.tensor([2, 0, 1])
+        >>> invert_permutation(p)
+        tensor([1, 2, 0])
+        >>> bool((p[invert_permutation(p)] == torch.arange(3)).all())
+        True
+
     Chapter: *ReLU CNNs and GCNNs*.
     """
     p = _permutation("p", p)

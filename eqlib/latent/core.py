@@ -153,9 +153,17 @@ def latent_actions(model, rho_in: Action | None, rho_out: Action | None, *, meth
             nonlinearity (``"weights"``/``"activations"``).
         TypeError: a model that is not an MLP of Dense layers.
 
-    Example:
-        >>> res = latent_actions(net, rho_in, rho_out, method="weights")
-        >>> res.ok, res.matrix(1, G["m"])
+    Examples:
+        >>> from eqlib.actions import regular
+        >>> from eqlib.groups import flip
+        >>> from eqlib.latent import plant_equivariant
+        >>> rho = regular(flip())
+        >>> net, _ = plant_equivariant(flip(), rho, rho, [2, 4, 2], seed=0)
+        >>> result = latent_actions(net, rho, rho)
+        >>> result.ok, len(result.actions)
+        (True, 1)
+        >>> result.matrix(1, flip()["m"]).shape
+        torch.Size([4, 4])
 
     Chapter: *The main theorem* (book/part2/06_main_theorem); methods compared in
     *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).

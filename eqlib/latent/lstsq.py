@@ -426,9 +426,16 @@ def linear_equivariance_error(
     of the samples, median relative error on the rest. Arguments as in
     :func:`paired_features` and :func:`fit_linear_action`.
 
-    Example:
-        >>> fit = linear_equivariance_error(net.prefix(1), mirror((3, 32, 32)), flip()["m"])
-        >>> fit.median_error
+    Examples:
+        >>> from eqlib.actions import trivial
+        >>> from eqlib.groups import flip
+        >>> from eqlib.images import mirror
+        >>> from eqlib.latent import plant_equivariant
+        >>> G = flip()
+        >>> net, _ = plant_equivariant(G, mirror((1, 2, 2)), trivial(G, 2), [4, 6, 2], seed=0)
+        >>> fit = linear_equivariance_error(net.prefix(1), mirror((1, 2, 2)), G["m"], 2000)
+        >>> fit.median_error < 1e-4
+        True
 
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps); used in *Reproducing the
     CIFAR-10 experiment* (book/part3/11_cifar_mlp).

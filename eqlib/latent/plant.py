@@ -149,6 +149,18 @@ def plant_equivariant(group: FiniteGroup, rho_in: Action, rho_out: Action, width
             positive number, a signed hidden representation with a non-odd activation,
             an unknown ``hidden``.
 
+    Examples:
+        >>> from eqlib.actions import check_equivariance, regular
+        >>> from eqlib.groups import flip
+        >>> G = flip()
+        >>> rho = regular(G)
+        >>> net, hidden = plant_equivariant(G, rho, rho, [2, 4, 2], seed=0)
+        >>> len(hidden), hidden[0].dim
+        (1, 4)
+        >>> x = torch.randn(8, 2, generator=torch_generator(1))
+        >>> max(check_equivariance(net, rho, rho, x).values()) < 1e-5
+        True
+
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     widths = [check_int(f"widths[{i}]", w, 1) for i, w in enumerate(check_sequence("widths", widths))]
