@@ -34,6 +34,7 @@ def test_adjoint_features_match_permuted_inputs(seed, layers):
 from eqlib.latent import linear_equivariance_error, plant_equivariant  # noqa: E402
 from eqlib.latent.lstsq import SAMPLINGS, row_space_factor  # noqa: E402
 from eqlib.actions import trivial  # noqa: E402
+from eqlib.seeds import torch_generator
 
 
 def _stacked(net, act, g):
@@ -149,7 +150,7 @@ def test_auto_sampling_rule_and_bad_inputs():
     # row space on a wide layer is still exact in law (r = D), just not faster
     F, Fg = paired_features(wide.prefix(1), act, m, 300, seed=1, sampling="row_space")
     assert F.shape == Fg.shape == (300, 128)
-    y = torch.randn(50, 192)
+    y = torch.randn(50, 192, generator=torch_generator(100))
     given = paired_features(narrow.prefix(1), act, m, y, sampling="auto")  # given samples: inputs
     torch.testing.assert_close(given[0], narrow.prefix(1)(y))
     with pytest.raises(ValueError, match="row_space.*samples are given"):
