@@ -20,6 +20,7 @@ from ..models.attention import MultiHeadAttention
 from ..models.base import Model
 from ..models.convnet import SameConv
 from ..models.mlp import Dense
+from ..seeds import torch_generator
 from ..validation import check_bool, check_finite, check_float, check_int, check_tensor
 from .lstsq import recover_by_lstsq
 from .result import LatentActions, homomorphism_error, layer_errors
@@ -41,7 +42,7 @@ Tensor = torch.Tensor
 def _probes(model, n: int, seed: int) -> Tensor:
     d0 = mlp_layers(model)[0].in_dim
     dev = mlp_layers(model)[0].weight.device
-    return torch.randn(n, d0, generator=torch.Generator().manual_seed(seed)).to(dev)
+    return torch.randn(n, d0, generator=torch_generator(seed)).to(dev)
 
 
 def model_family(model) -> str | None:
@@ -69,7 +70,7 @@ def _other_family(family: str, model, rho_in, rho_out, method: str, x, tol, num_
     check_int("num_probes", num_probes, 1), check_int("seed", seed, 0)
     first = model if isinstance(model, MultiHeadAttention) else model.layers[0]
     if x is None:
-        x = torch.randn(num_probes, *first.in_shape, generator=torch.Generator().manual_seed(seed))
+        x = torch.randn(num_probes, *first.in_shape, generator=torch_generator(seed))
     if family == "conv":
         return recover_conv_actions(model, x, rho_in, rho_out, group=group, tol=tol, seed=seed)
     if isinstance(model, MultiHeadAttention):
@@ -129,9 +130,17 @@ def latent_actions(model, rho_in: Action | None, rho_out: Action | None, *, meth
             nonlinearity (``"weights"``/``"activations"``).
         TypeError: a model that is not an MLP of Dense layers.
 
-    Example:
-        >>> res = latent_actions(net, rho_in, rho_out, method="weights")
-        >>> res.ok, res.matrix(1, G["m"])
+    Examples:
+        >>> from eqlib.actions import regular
+        >>> from eqlib.groups import flip
+        >>> from eqlib.latent import plant_equivariant
+        >>> rho = regular(flip())
+        >>> net, _ = plant_equivariant(flip(), rho, rho, [2, 4, 2], seed=0)
+        >>> result = latent_actions(net, rho, rho)
+        >>> result.ok, len(result.actions)
+        (True, 1)
+        >>> result.matrix(1, flip()["m"]).shape
+        torch.Size([4, 4])
 
     Chapter: *The main theorem* (book/part2/06_main_theorem); methods compared in
     *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
@@ -172,7 +181,7 @@ def latent_actions(model, rho_in: Action | None, rho_out: Action | None, *, meth
                      "distance to the nearest element of the layer's symmetry group")
 
     live = None if weak["reduction"] is None else weak["reduction"].live
-    errs = layer_errors(model, rho_in, rho_out, actions, x, live=live)
+    errs = layer_errors(model, rho_in, rho_out, actions, x=x, live=live)
     failed = _failed_layers(errs, match, failed, tol, L, check_last=method != "weights")
     homs = [homomorphism_error(a) for a in actions]
     recovered = _conclusion(G, e2e_err, equivariant, failed, tol, weak["reduction"] is not None, notes)

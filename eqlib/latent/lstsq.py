@@ -35,6 +35,7 @@ from ..actions import Action
 from ..groups import GroupElement
 from ..models.base import Model
 from ..models.mlp import MLP, Dense
+from ..seeds import torch_generator
 from ..validation import check_bool, check_choice, check_float, check_int, check_tensor
 from .result import dense_action
 
@@ -141,7 +142,7 @@ def _solve_normal(X: Tensor, Y: Tensor, ridge: float, rcond: float) -> Tensor:
 def fit_linear_action(
     features: Tensor,
     features_transformed: Tensor,
-    fit_fraction: float = 0.5,
+    *, fit_fraction: float = 0.5,
     ridge: float = 0.0,
     solver: str | None = None,
     rcond: float = 1e-10,
@@ -266,7 +267,7 @@ def paired_features(
     act: Action,
     g: GroupElement,
     samples: int | Tensor = 100_000,
-    seed: int = 0,
+    *, seed: int = 0,
     noise_scale: float = 1.0,
     chunk_size: int = 8192,
     device: torch.device | str | None = None,
@@ -337,7 +338,7 @@ def _sample_source(samples: int | Tensor, seed: int, device: torch.device
     draws them, or given inputs (N, ...) and None."""
     if not isinstance(samples, torch.Tensor):
         samples = check_int("samples", samples, 2)
-        return samples, samples, torch.Generator(device=device).manual_seed(int(seed))
+        return samples, samples, torch_generator(seed, device=device)
     check_tensor("samples", samples, dtypes="float", nonempty=True, finite=True)
     if samples.ndim == 0:
         raise ValueError("samples must be a number of samples or a batch (N, ...) of inputs, got a 0-d tensor")
@@ -434,7 +435,7 @@ def linear_equivariance_error(
     act: Action,
     g: GroupElement,
     samples: int | Tensor = 100_000,
-    fit_fraction: float = 0.5,
+    *, fit_fraction: float = 0.5,
     ridge: float = 0.0,
     solver: str | None = None,
     seed: int = 0,
@@ -450,16 +451,24 @@ def linear_equivariance_error(
     of the samples, median relative error on the rest. Arguments as in
     :func:`paired_features` and :func:`fit_linear_action`.
 
-    Example:
-        >>> fit = linear_equivariance_error(net.prefix(1), mirror((3, 32, 32)), flip()["m"])
-        >>> fit.median_error
+    Examples:
+        >>> from eqlib.actions import trivial
+        >>> from eqlib.groups import flip
+        >>> from eqlib.images import mirror
+        >>> from eqlib.latent import plant_equivariant
+        >>> G = flip()
+        >>> net, _ = plant_equivariant(G, mirror((1, 2, 2)), trivial(G, 2), [4, 6, 2], seed=0)
+        >>> fit = linear_equivariance_error(net.prefix(1), mirror((1, 2, 2)), G["m"], 2000)
+        >>> fit.median_error < 1e-4
+        True
 
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps); used in *Reproducing the
     CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
-    F, Fg = paired_features(model_prefix, act, g, samples, seed, noise_scale, chunk_size,
+    F, Fg = paired_features(model_prefix, act, g, samples, seed=seed, noise_scale=noise_scale,
+                            chunk_size=chunk_size,
                             input_shape=input_shape, sampling=sampling)
-    return fit_linear_action(F, Fg, fit_fraction, ridge, solver)
+    return fit_linear_action(F, Fg, fit_fraction=fit_fraction, ridge=ridge, solver=solver)
 
 
 def recover_by_lstsq(model, rho_in: Action, groups, *, samples: int | Tensor = 100_000, seed: int = 0,
@@ -490,8 +499,9 @@ def recover_by_lstsq(model, rho_in: Action, groups, *, samples: int | Tensor = 1
         mats, worst, dist = [], 0.0, 0.0
         prefix = model.prefix(i)
         for g in G:
-            F, Fg = paired_features(prefix, rho_in, g, samples, seed, noise_scale, sampling=sampling)
-            fit = fit_linear_action(F, Fg, fit_fraction, ridge, solver)
+            F, Fg = paired_features(prefix, rho_in, g, samples, seed=seed, noise_scale=noise_scale,
+                                    sampling=sampling)
+            fit = fit_linear_action(F, Fg, fit_fraction=fit_fraction, ridge=ridge, solver=solver)
             mats.append(fit.A.cpu())
             worst = max(worst, fit.median_error)
             if K is not None:

@@ -188,7 +188,7 @@ def homomorphism_error(action: Action, num_probes: int = 4, seed: int = 0) -> fl
         return float("inf")
 
 
-def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x: Tensor,
+def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], *, x: Tensor,
                  live: list[Tensor] | None = None) -> np.ndarray:
     """Relative equivariance error of every layer under given latent actions.
 

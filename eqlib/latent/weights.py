@@ -193,7 +193,7 @@ def _rel(a: Tensor, b: Tensor) -> float:
     return float((a - b).norm() / a.norm().clamp_min(1e-12))
 
 
-def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4, check_clones: bool = True, *,
+def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4, *, check_clones: bool = True,
                        groups: list[SymmetryGroup] | None = None):
     """Recover k_i(g) for every hidden layer and every g from the weights (no reduction).
 
@@ -319,7 +319,7 @@ def _by_weights(model, rho_in: Action, rho_out: Action, x: Tensor, tol: float, g
     weak = {"reduction": reduction, "reduced_actions": None, "reduced_layer_errors": None}
     if reduction is not None:
         weak["reduced_actions"] = actions
-        weak["reduced_layer_errors"] = layer_errors(target, rho_in, rho_out, actions, x)
+        weak["reduced_layer_errors"] = layer_errors(target, rho_in, rho_out, actions, x=x)
         actions = [lift_action(a, reduction.alpha[i + 1], reduction.alpha_star[i + 1])
                    for i, a in enumerate(actions)]
     failed = [i + 1 for i, r in enumerate(residuals) if not r <= tol]

@@ -14,6 +14,7 @@ from torch import nn
 
 from ..actions import Action
 from ..io import config_hash, content_hash
+from ..seeds import torch_generator
 from .config import TrainConfig
 
 
@@ -31,7 +32,7 @@ def _preprocess_key(preprocess: Callable | None) -> Any:
 def _action_spec(rho: Action) -> dict[str, Any]:
     """A cache-key description of an action: its type, group, shape, and the content hash
     of what each group element does to a fixed (seeded) probe."""
-    probe = torch.randn(2, *rho.shape, generator=torch.Generator().manual_seed(12345))
+    probe = torch.randn(2, *rho.shape, generator=torch_generator(12345))
     acts = [content_hash(rho.act(g, probe).double()) for g in rho.group.elements]
     return {"type": type(rho).__name__, "group": repr(rho.group), "shape": list(rho.shape),
             "probe": config_hash({"acts": acts}, length=64)}

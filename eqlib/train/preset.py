@@ -85,7 +85,7 @@ def _mirror_of(shape: tuple[int, ...], axis: str) -> PermutationAction:
 
 
 @torch.no_grad()
-def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 1000,
+def evaluate_accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, *, batch_size: int = 1000,
                       mean=CIFAR10_MEAN, std=CIFAR10_STD, device: str | torch.device | None = None) -> float:
     """Classification accuracy of ``model`` on uint8 images ``(N, 3, 32, 32)`` with int labels ``(N,)``
     (any integer dtype; a label the model cannot output — at or above its number of

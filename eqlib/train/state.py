@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from ..io import CACHE_WRITE_ERRORS, CorruptFileError, load_torch, save_torch, warn_once
+from ..seeds import torch_generator
 from .config import TrainConfig
 
 
@@ -81,7 +82,7 @@ def _resume(ckpt_path: Path, identity: str, model: nn.Module, optimizer: torch.o
         if not isinstance(exc, _NotResumed):
             warnings.warn(f"ignoring unreadable checkpoint {ckpt_path} ({exc}); training from scratch")
         model.load_state_dict(initial_state)
-        gen.manual_seed(int(config.seed))
+        gen.set_state(torch_generator(config.seed, device=gen.device).get_state())  # restart
         return _make_optimizer(model, config), _empty_history(), [], 0
 
 

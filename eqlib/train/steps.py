@@ -37,7 +37,7 @@ def _fixed(group, shape: tuple[int, ...]) -> PermutationAction:
     return PermutationAction(group, torch.arange(d).repeat(group.order, 1).numpy(), shape=shape)
 
 
-def penalty_term(model: nn.Module, x: torch.Tensor, kind: str, axis: str = "horizontal",
+def penalty_term(model: nn.Module, x: torch.Tensor, kind: str, *, axis: str = "horizontal",
                  out: torch.Tensor | None = None, symmetry: tuple[Action, Action] | None = None,
                  elements: list | None = None) -> torch.Tensor:
     """The equivariance penalty of ``model`` on a batch ``x``, as a mean over coordinates.

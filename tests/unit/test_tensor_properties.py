@@ -111,7 +111,7 @@ def sym_el(seed, d):
 
 def planted_mirror(seed):
     rin, rout = images_mod.mirror((1, 2, 2)), actions.trivial(Z2, 2)
-    net, _ = latent.plant_equivariant(Z2, rin, rout, [4, 6, 2], "tanh", seed=seed % 7)
+    net, _ = latent.plant_equivariant(Z2, rin, rout, [4, 6, 2], activation="tanh", seed=seed % 7)
     return net, rin, rout
 
 
