@@ -152,13 +152,7 @@ def test_every_action_and_layer_is_in_the_battery():
 
 #: defects the battery found in modules this change does not own (eqlib/latent), by test and class:
 #: they fail today and are expected to pass once fixed there (then delete the entry)
-KNOWN_DEFECTS = {
-    ("test_a_wrong_type_argument_is_a_type_error", "MonomialAction"): "group=<nothing> gives AttributeError",
-    ("test_a_wrong_type_argument_is_a_type_error", "_DenseAction"): "group=<nothing> gives AttributeError",
-    ("test_a_wrong_type_argument_is_a_type_error", "TokenAction"): "group=<nothing> gives AttributeError",
-    ("test_action_input_errors_name_the_argument", "TokenAction"): "a wrong shape's ValueError does not name x",
-    ("test_action_input_errors_name_the_argument", "_DenseAction"): "a wrong shape gives a RuntimeError",
-}
+KNOWN_DEFECTS: dict[tuple[str, str], str] = {}
 
 
 @pytest.fixture(autouse=True)
