@@ -546,8 +546,8 @@ bad("MonomialAction(perm wrong shape)", "perm", lambda: lres.MonomialAction(C3, 
 bad("MonomialAction(perm not permutations)", "perm",
     lambda: lres.MonomialAction(C3, torch.zeros(3, 3, dtype=torch.long), torch.ones(3, 3)))
 bad("homomorphism_error(num_probes=-1)", "num_probes", lambda: lres.homomorphism_error(REG3, num_probes=-1))
-bad("layer_errors(hidden wrong count)", "hidden", lambda: lres.layer_errors(NET, REG3, REG3, [], X3))
-bad("layer_errors(x int)", "x", lambda: lres.layer_errors(NET, REG3, REG3, [REG3], torch.ones(2, 3,
+bad("layer_errors(hidden wrong count)", "hidden", lambda: lres.layer_errors(NET, REG3, REG3, [], x=X3))
+bad("layer_errors(x int)", "x", lambda: lres.layer_errors(NET, REG3, REG3, [REG3], x=torch.ones(2, 3,
                                                                                               dtype=torch.long)))
 bad("patchify(patch=3 not dividing)", "patch", lambda: images.patchify(torch.rand(2, 3, 8, 8), 3))
 bad("patchify(patch=0)", "patch", lambda: images.patchify(torch.rand(2, 3, 8, 8), 0))

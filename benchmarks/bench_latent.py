@@ -63,7 +63,7 @@ def loop_matching(A: torch.Tensor, B: torch.Tensor):
 def bench_weights(device):
     G = flip()
     rin, rout = mirror((3, 32, 32)), trivial(G, 10)
-    net, _ = plant_equivariant(G, rin, rout, [3072, 1024, 1024, 1024, 10], "tanh", seed=0)
+    net, _ = plant_equivariant(G, rin, rout, [3072, 1024, 1024, 1024, 10], activation="tanh", seed=0)
     net = net.to(device)
     latent_actions(net, rin, rout)  # warm-up
     res, t = _timed(latent_actions, net, rin, rout)
@@ -86,14 +86,15 @@ def bench_weights(device):
 def bench_lstsq(device, samples, sampling, fit_baselines=True, repeat=1):
     G = flip()
     rin, rout = mirror((3, 32, 32)), trivial(G, 10)
-    net, _ = plant_equivariant(G, rin, rout, [3072, 1024, 1024, 10], "tanh", seed=0)
+    net, _ = plant_equivariant(G, rin, rout, [3072, 1024, 1024, 10], activation="tanh", seed=0)
     net = net.to(device)
     prefix = net.prefix(1)
     m = G["m"]
     solver = "normal"
     # warm-up on a few samples: the first CUDA call of each kernel/library (cuBLAS, cuSOLVER) loads it
     for mode in SAMPLINGS:
-        fit_linear_action(*paired_features(prefix, rin, m, 4096, 1, sampling=mode), 0.5, 0.0, solver)
+        fit_linear_action(*paired_features(prefix, rin, m, 4096, seed=1, sampling=mode), fit_fraction=0.5, ridge=0.0,
+                          solver=solver)
     r = {}
     # side by side, in turn: the sampling measured, y itself (adjunction), y permuted (no adjunction),
     # and the matmul bound; each repeated `repeat` times in rotation, the best time kept (a shared

@@ -171,7 +171,7 @@ def _cases(parts: bool):
 
     D4 = dihedral(4)
     rin, rout = image_dihedral((1, 4, 4)), trivial(D4, 3)
-    net, _ = latent.plant_equivariant(D4, rin, rout, [16, 24, 16, 3], "tanh", seed=0)
+    net, _ = latent.plant_equivariant(D4, rin, rout, [16, 24, 16, 3], activation="tanh", seed=0)
     deg = plant_degenerate(net, n_dead=2, n_constant=1, n_clones=2, n_negated=1, seed=0)
     deg = deg[0] if isinstance(deg, tuple) else deg
 

@@ -120,7 +120,7 @@ class FiniteGroup:
         names: Sequence[str] | None = None,
         generators: Sequence[int] | None = None,
         name: str = "G",
-        check_associativity: bool = True,
+        *, check_associativity: bool = True,
     ):
         if not isinstance(name, str):
             raise TypeError(f"name must be a string, got {show(name)}")
@@ -401,6 +401,13 @@ MAX_ORDER = 5040
 def cyclic(n: int) -> FiniteGroup:
     """The cyclic group C_n = {r^k}: rotations of a regular n-gon (1 <= n <= 5040).
 
+    Examples:
+        >>> G = cyclic(4)
+        >>> G.order, [g.name for g in G]
+        (4, ['e', 'r', 'r2', 'r3'])
+        >>> G["r"] @ G["r3"] == G.identity
+        True
+
     Chapter: *Groups and actions*.
     """
     return _cyclic(check_int("n", n, 1, MAX_ORDER))
@@ -419,6 +426,13 @@ def dihedral(n: int) -> FiniteGroup:
 
     Element k < n is r^k; element n + k is r^k s. Relations: r^n = s^2 = e and
     s r s = r^{-1}. ``dihedral(4)`` is the symmetry group of a square image.
+
+    Examples:
+        >>> D4 = dihedral(4)
+        >>> [g.name for g in D4]
+        ['e', 'r', 'r2', 'r3', 's', 'rs', 'r2s', 'r3s']
+        >>> D4["s"] @ D4["r"] @ D4["s"] == ~D4["r"]
+        True
 
     Chapter: *Groups and actions*.
     """

@@ -94,6 +94,11 @@ def mirror(shape: tuple[int, int, int], axis: str = "horizontal") -> Permutation
     natural photographs); ``axis="vertical"`` swaps top and bottom (the control). On a
     batch, ``mirror(shape, axis).act(m, x)`` equals :func:`mirror_images`.
 
+    Examples:
+        >>> act = mirror((1, 1, 3))  # one channel, one row of three pixels
+        >>> act.act(act.group["m"], torch.tensor([[[[1.0, 2.0, 3.0]]]]))
+        tensor([[[[3., 2., 1.]]]])
+
     Chapter: *Groups and actions* (book/part1/02_groups_and_actions).
     """
     shape = _check_image_shape(shape)
@@ -164,7 +169,7 @@ def mirror_images(x: Tensor, axis: str = "horizontal", shape: tuple[int, int, in
 def random_mirror(
     x: Tensor,
     p: float = 0.5,
-    generator: torch.Generator | int | None = None,
+    *, generator: torch.Generator | int | None = None,
     axis: str = "horizontal",
     return_mask: bool = False,
 ):
@@ -203,7 +208,9 @@ def rotate90(x: Tensor, k: int = 1) -> Tensor:
 # -- normalisation -------------------------------------------------------------------------
 def _check_statistics(mean: object, std: object, c: int) -> tuple[Tensor, Tensor]:
     for name, values in (("mean", mean), ("std", std)):
-        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or len(values) != c:
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+            raise TypeError(f"{name} must be a sequence of {c} numbers (one per channel), got {values!r}")
+        if len(values) != c:
             raise ValueError(f"{name} must hold {c} numbers (one per channel), got {values!r}")
         for i, v in enumerate(values):
             check_float(f"{name}[{i}]", v, 0.0 if name == "std" else None, low_open=True)
@@ -224,13 +231,14 @@ def normalize(
     """uint8 images (N, C, H, W) or (C, H, W) → float32 ``(x/255 − mean) / std`` per channel.
 
     Raises:
-        ValueError: if x is not uint8 or mean/std do not have one entry per channel.
+        TypeError: if x is not uint8, or mean/std are not sequences.
+        ValueError: if mean/std do not have one entry per channel.
 
     Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
     _check_batch(x, "normalize")
     if x.dtype != torch.uint8:
-        raise ValueError(f"normalize expects uint8 images in 0..255, got {x.dtype}")
+        raise TypeError(f"x must be uint8 images in 0..255 for normalize, got dtype {x.dtype}")
     m, s = _check_statistics(mean, std, x.shape[-3])
     m, s = m.to(x.device), s.to(x.device)
     return (x.float() / 255.0 - m[:, None, None]) / s[:, None, None]

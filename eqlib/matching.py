@@ -62,15 +62,6 @@ class PermutationSpec:
         """The permutation names, in network order."""
         return list(self.sizes)
 
-    def perm_to_axes(self) -> dict[str, list[tuple[str, int]]]:
-        """``{perm name: [(state_dict key, axis), ...]}``."""
-        out: dict[str, list[tuple[str, int]]] = {n: [] for n in self.sizes}
-        for key, ax in self.axes.items():
-            for a, name in enumerate(ax):
-                if name is not None:
-                    out[name].append((key, a))
-        return out
-
 
 def vgg_permutation_spec(model: VGG) -> PermutationSpec:
     """The spec of a :class:`~eqlib.models.cnn.VGG`: one permutation ``"conv{k}"`` per conv layer.
@@ -264,6 +255,13 @@ def apply_permutation(model: nn.Module, perms: Perms, spec: PermutationSpec | No
 def invert_permutation(p: torch.Tensor) -> torch.Tensor:
     """p⁻¹ with p⁻¹[p[j]] = j.
 
+    Examples:
+        >>> p = torch.tensor([2, 0, 1])
+        >>> invert_permutation(p)
+        tensor([1, 2, 0])
+        >>> bool((p[invert_permutation(p)] == torch.arange(3)).all())
+        True
+
     Chapter: *ReLU CNNs and GCNNs*.
     """
     p = _permutation("p", p)
@@ -393,7 +391,7 @@ def channel_correlations(model_a: VGG, model_b: VGG, images: torch.Tensor, batch
     return out
 
 
-def match_activations(model_a: VGG, model_b: VGG, images: torch.Tensor, batch_size: int = 500,
+def match_activations(model_a: VGG, model_b: VGG, images: torch.Tensor, *, batch_size: int = 500,
                       return_correlations: bool = False):
     """Activation matching: the channel permutations of B that best align it with A.
 
@@ -510,7 +508,7 @@ def channel_statistics(model: VGG, images: torch.Tensor, batch_size: int = 500) 
 
 
 @torch.no_grad()
-def repair(merged: VGG, model_a: VGG, model_b: VGG, images: torch.Tensor, alpha: float = 0.5,
+def repair(merged: VGG, model_a: VGG, model_b: VGG, images: torch.Tensor, *, alpha: float = 0.5,
            batch_size: int = 500, eps: float = 1e-6) -> VGG:
     """REPAIR (Jordan et al. 2023): give each channel of the merged network the interpolated statistics.
 

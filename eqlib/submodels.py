@@ -558,7 +558,7 @@ def reduce(model: MLP, tol: float = 1e-6, max_passes: int = 100) -> Reduction:
     return Reduction(sub, model, alpha, offset, alpha_star, live, kinds, st)
 
 
-def plant_degenerate(model: MLP, n_dead: int = 1, n_constant: int = 1, n_clones: int = 1, n_negated: int = 0,
+def plant_degenerate(model: MLP, *, n_dead: int = 1, n_constant: int = 1, n_clones: int = 1, n_negated: int = 0,
                      seed: int | torch.Generator | None = 0, shuffle: bool = True) -> MLP:
     """A wider MLP with the same function: adds degenerate neurons to every hidden layer.
 

@@ -385,6 +385,12 @@ def symmetry_group(activation: str | Activation, dim: int) -> SymmetryGroup:
     Raises:
         ValueError: for an unknown activation.
 
+    Examples:
+        >>> symmetry_group("tanh", 3)
+        SymmetryGroup('signed_permutation', dim=3)
+        >>> symmetry_group("relu", 3).kind
+        'scaled_permutation'
+
     Chapter: *Parameter symmetries* (book/part1/04_parameter_symmetries).
     """
     return SymmetryGroup(activation_record(activation).kind, dim)

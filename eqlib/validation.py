@@ -49,7 +49,20 @@ def _bounds(low: float | None, high: float | None, low_open: bool, high_open: bo
 
 
 def check_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
-    """``value`` as an int; integral floats (2.0) pass, bools, 2.5, NaN and inf do not."""
+    """``value`` as an int; integral floats (2.0) pass, bools, 2.5, NaN and inf do not.
+
+    Examples:
+        >>> check_int("width", 2.0, 1)
+        2
+        >>> check_int("width", True)
+        Traceback (most recent call last):
+        TypeError: width must be an integer, got True
+        >>> check_int("width", 0, 1)
+        Traceback (most recent call last):
+        ValueError: width must be an integer >= 1, got 0
+
+    Chapter: used by every chapter (the argument checks of ``eqlib``).
+    """
     what = f"an integer in {low}..{high}" if low is not None and high is not None else \
         f"an integer{_bounds(low, high, False, False)}"
     if isinstance(value, bool):
@@ -70,8 +83,18 @@ def check_int(name: str, value: Any, low: int | None = None, high: int | None = 
 
 
 def check_float(name: str, value: Any, low: float | None = None, high: float | None = None,
-                low_open: bool = False, high_open: bool = False, finite: bool = True) -> float:
-    """``value`` as a float; NaN is always refused, inf unless ``finite=False``."""
+                *, low_open: bool = False, high_open: bool = False, finite: bool = True) -> float:
+    """``value`` as a float; NaN is always refused, inf unless ``finite=False``.
+
+    Examples:
+        >>> check_float("lr", 1e-3, 0.0, low_open=True)
+        0.001
+        >>> check_float("lr", float("nan"))
+        Traceback (most recent call last):
+        ValueError: lr must be a finite number, got nan
+
+    Chapter: used by every chapter (the argument checks of ``eqlib``).
+    """
     what = f"a {'finite ' if finite else ''}number{_bounds(low, high, low_open, high_open)}"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be {what}, got {show(value)}")
@@ -110,9 +133,9 @@ _DTYPE_FAMILIES = {
 }
 
 
-def check_tensor(name: str, value: Any, ndim: int | Sequence[int] | None = None,
+def check_tensor(name: str, value: Any, *, ndim: int | Sequence[int] | None = None,
                  dtypes: Sequence[torch.dtype] | str | None = None, nonempty: bool = False,
-                 finite: bool = False, *, dtype: torch.dtype | Sequence[torch.dtype] | str | None = None,
+                 finite: bool = False, dtype: torch.dtype | Sequence[torch.dtype] | str | None = None,
                  device: str | torch.device | None = None, range: tuple[float | None, float | None] | None = None,
                  meta: bool = False) -> torch.Tensor:
     """The one tensor gate: ``value`` must be a ``torch.Tensor`` with

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..groups import FiniteGroup, GroupElement
+from ..seeds import torch_generator
 from ..validation import check_finite, check_int, check_shape, check_tensor, show
 
 Tensor = torch.Tensor
@@ -93,7 +94,9 @@ class Action:
         )
 
     def _check(self, g: GroupElement) -> int:
-        if not isinstance(g, GroupElement) or g.group != self.group:
+        if not isinstance(g, GroupElement):
+            raise TypeError(f"g must be an element of {self.group.name} (a GroupElement), got {show(g)}")
+        if g.group != self.group:
             raise ValueError(f"g = {g!r} is not an element of {self.group.name}, the group this action is of")
         return g.index
 
@@ -324,7 +327,7 @@ def check_homomorphism(rho: Action, num_probes: int = 8, seed: int = 0) -> float
         raise TypeError(f"rho must be an Action, got {show(rho)}")
     num_probes = check_int("num_probes", num_probes, 1, 10**5)
     G = rho.group
-    x = torch.randn(num_probes, rho.dim, generator=torch.Generator().manual_seed(check_int("seed", seed)))
+    x = torch.randn(num_probes, rho.dim, generator=torch_generator(seed))
     acted = [rho.act(h, x) for h in G]
     for h in G:
         if not bool(torch.isfinite(acted[h.index]).all()):
@@ -345,7 +348,9 @@ def _check_element_keys(name: str, mapping: object, group: FiniteGroup) -> None:
     if not isinstance(mapping, Mapping):
         raise TypeError(f"{name} must be a mapping from elements of {group.name}, got {show(mapping)}")
     for g in mapping:
-        if not isinstance(g, GroupElement) or g.group != group:
+        if not isinstance(g, GroupElement):
+            raise TypeError(f"{name} has the key {show(g)}, which is not a GroupElement (of {group.name})")
+        if g.group != group:
             raise ValueError(f"{name} has the key {g!r}, which is not an element of {group.name}")
 
 

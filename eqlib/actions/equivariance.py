@@ -37,7 +37,7 @@ def check_equivariance(
     rho_in: Action | Tensor,
     rho_out: Action | None = None,
     x: Tensor | None = None,
-    elements: Sequence[GroupElement] | None = None,
+    *, elements: Sequence[GroupElement] | None = None,
 ) -> dict[GroupElement, float]:
     """Relative equivariance error of f for each group element:
 
@@ -54,6 +54,16 @@ def check_equivariance(
             nothing), elements of another group, or when f gives NaN/inf (on x or on a
             transformed x): the check then cannot say anything.
         TypeError: for elements given as a set or another unordered container.
+
+    Examples:
+        >>> import torch
+        >>> from eqlib.actions import regular
+        >>> from eqlib.groups import cyclic
+        >>> rho = regular(cyclic(3))
+        >>> from eqlib.seeds import torch_generator
+        >>> x = torch.randn(5, 3, generator=torch_generator(0))
+        >>> check_equivariance(lambda v: 2 * v, rho, rho, x)
+        {C3[e]: 0.0, C3[r]: 0.0, C3[r2]: 0.0}
 
     Chapter: *Groups and actions*; used throughout.
     """

@@ -144,6 +144,13 @@ def regular(group: FiniteGroup) -> PermutationAction:
         ValueError: for a group of order above ``REGULAR_MAX_ORDER`` (its ``|G| × |G|``
             index table, and every use of the action, would take minutes and gigabytes).
 
+    Examples:
+        >>> import torch
+        >>> from eqlib.groups import cyclic
+        >>> rho = regular(cyclic(3))
+        >>> rho.act(rho.group["r"], torch.tensor([1.0, 0.0, 0.0]))
+        tensor([0., 1., 0.])
+
     Chapter: *Groups and actions*.
     """
     _check_group(group)

@@ -17,6 +17,7 @@ from ..actions import equivariance_residual, trivial
 from ..data import CIFAR10
 from ..images import mirror as mirror_action
 from ..images import mirror_images, prepare_images
+from ..seeds import torch_generator
 from ..validation import check_float, check_int, check_sequence, check_tensor, show
 
 __all__ = ["PROBES", "AXES", "probe_inputs", "paired_latents", "input_spectrum",
@@ -40,7 +41,7 @@ def probe_inputs(kind: str, n: int, train: CIFAR10, test: CIFAR10, s: Any, seed:
     n = check_int("n", n, 1, 10**7)
     if kind not in PROBES:
         raise ValueError(f"kind must be one of {PROBES}, got {kind!r}")
-    gen = torch.Generator().manual_seed(check_int("seed", seed, 0, 2**63 - 1))
+    gen = torch_generator(seed)
     if kind == "noise":
         return torch.randn(n, 3072, generator=gen)
     if kind == "images":
@@ -59,7 +60,7 @@ def probe_inputs(kind: str, n: int, train: CIFAR10, test: CIFAR10, s: Any, seed:
 
 @torch.no_grad()
 def paired_latents(model: nn.Module, y: torch.Tensor, layers: Sequence[int], axes: Sequence[str],
-                    chunk: int = 4096) -> dict[tuple[int, str | None], torch.Tensor]:
+                    *, chunk: int = 4096) -> dict[tuple[int, str | None], torch.Tensor]:
     """f_{≤i}(y) and f_{≤i}(m y) for every layer i and mirror m, one forward pass per chunk,
     keyed by ``(i, None)`` and ``(i, m)``. ``model`` has ``latents(x, upto=...)``.
 

@@ -74,7 +74,7 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[object]],
 
 
 def equivariance_table(models: dict[str, nn.Module], s: Any, train: CIFAR10, test: CIFAR10,
-                       probes: Sequence[str] = PROBES, layers: Sequence[int] = (1, 2), axes: Sequence[str] = AXES,
+                       *, probes: Sequence[str] = PROBES, layers: Sequence[int] = (1, 2), axes: Sequence[str] = AXES,
                        seed: int = 0, device: str | torch.device | None = None) -> list[dict[str, Any]]:
     """Median relative linear-equivariance errors of f_{≤i} for every network, layer, mirror, probe.
 

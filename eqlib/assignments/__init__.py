@@ -133,11 +133,14 @@ def setup(course: Path | str, chapters: list[str], assignment: str = ASSIGNMENT,
     course (``--assignment week1``, ``week2``, ...). Returns the copied notebooks.
 
     Raises:
+        TypeError: if ``assignment`` is not a string.
         ValueError: if a chapter number does not exist or ``assignment`` is not a plain name.
 
     Chapter: the teacher's guide (book/teaching).
     """
-    if not isinstance(assignment, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", assignment):
+    if not isinstance(assignment, str):
+        raise TypeError(f"assignment must be a string (a plain name), got {assignment!r}")
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", assignment):
         raise ValueError(f"assignment must be letters, digits, '-' or '_', got {assignment!r}")
     course = Path(course)
     files = _chapter_files(Path(book), chapters)
@@ -267,7 +270,7 @@ def _progress(total: int, desc: str):
                 dynamic_ncols=True, leave=True)
 
 
-def grade(submissions: Path | str, course: Path | str, assignment: str = ASSIGNMENT, timeout: int = 60,
+def grade(submissions: Path | str, course: Path | str, assignment: str = ASSIGNMENT, *, timeout: int = 60,
           notebook_timeout: int = 600, csv_path: Path | str | None = None,
           json_path: Path | str | None = None, jobs: int | None = None, sandbox_method: str | None = None,
           students: list[str] | None = None) -> list[StudentScore]:
@@ -283,14 +286,19 @@ def grade(submissions: Path | str, course: Path | str, assignment: str = ASSIGNM
     student. Flags never change a score; ``--review``/``--accept`` deal with them.
 
     Raises:
+        TypeError: a timeout that is not a number, ``jobs`` not an integer.
         ValueError: on bad arguments or a course that was not released.
 
     Chapter: the teacher's guide (book/teaching).
     """
     for name, value in (("timeout", timeout), ("notebook_timeout", notebook_timeout)):
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise TypeError(f"{name} must be a number of seconds, got {value!r}")
+        if not value > 0:
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-    if jobs is not None and (not isinstance(jobs, int) or jobs < 1):
+    if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool)):
+        raise TypeError(f"jobs must be an integer or None, got {jobs!r}")
+    if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     _quiet()
     submissions, course = Path(submissions), Path(course)
@@ -537,8 +545,9 @@ def main(argv: list[str] | None = None) -> int:
             if not args.submissions:
                 parser.error("grade needs the submissions folder (or --review/--accept STUDENT)")
             try:
-                results = grade(args.submissions, args.course, args.assignment, args.timeout,
-                                args.notebook_timeout, args.csv, args.json, args.jobs)
+                results = grade(args.submissions, args.course, args.assignment, timeout=args.timeout,
+                                notebook_timeout=args.notebook_timeout, csv_path=args.csv, json_path=args.json,
+                                jobs=args.jobs)
             finally:
                 core.close_references()
             print(_table(results))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from ..io import CorruptFileError
+from ..seeds import torch_generator
 from ..validation import check_int, check_tensor
 
 #: The official label order.
@@ -111,7 +112,7 @@ def subset(dataset: CIFAR10, n: int, seed: int = 0, stratified: bool = True) -> 
     if not isinstance(dataset, CIFAR10):
         raise TypeError(f"dataset must be a CIFAR10, got {type(dataset).__name__}")
     n = check_int("n", n, 1, len(dataset))
-    gen = torch.Generator().manual_seed(check_int("seed", seed, 0))
+    gen = torch_generator(seed)
     if not stratified:
         idx = torch.randperm(len(dataset), generator=gen)[:n]
     else:

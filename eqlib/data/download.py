@@ -47,7 +47,7 @@ class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-def download_cifar10(dest: str | os.PathLike, url: str | None = None, md5: str | None = None,
+def download_cifar10(dest: str | os.PathLike, *, url: str | None = None, md5: str | None = None,
                      progress: bool = True, timeout: float = 60.0, sha256: str | None = None,
                      max_bytes: int = 200_000_000, time_limit: float = 3600.0) -> Path:
     """Download the official archive (``url``, default ``URL``) into folder ``dest``

@@ -47,7 +47,7 @@ def _check_counts(y: np.ndarray, split: str, where: str) -> None:
 def load_cifar10(
     split: str = "train",
     root: str | os.PathLike | None = None,
-    download: bool | None = None,
+    *, download: bool | None = None,
     cache: bool = True,
     workers: int | None = None,
 ) -> CIFAR10:

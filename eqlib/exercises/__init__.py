@@ -45,11 +45,14 @@ def fresh(chapter: str) -> ModuleType:
     raise like the originals and print nothing.
 
     Raises:
+        TypeError: if ``chapter`` is not a string.
         ValueError: if ``chapter`` is not of the form ``chNN`` or has no checker file.
 
     Chapter: the hidden tests of every chapter's check cells.
     """
-    if not isinstance(chapter, str) or not re.fullmatch(r"ch\d\d", chapter):
+    if not isinstance(chapter, str):
+        raise TypeError(f"chapter must be a string like 'ch02', got {chapter!r}")
+    if not re.fullmatch(r"ch\d\d", chapter):
         raise ValueError(f"chapter must be a string like 'ch02', got {chapter!r}")
     path = Path(__file__).with_name(f"{chapter}.py")
     if not path.is_file():

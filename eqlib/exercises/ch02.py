@@ -13,6 +13,7 @@ import torch
 from ..actions import Action, check_equivariance, check_homomorphism
 from ..images import image_dihedral
 from ..groups import dihedral
+from ..seeds import torch_generator
 from . import passed, require
 
 __all__ = ["check_corner_representation", "check_d4_equivariant_map", "check_b3_orbit_stabilizer",
@@ -65,7 +66,7 @@ def check_d4_equivariant_map(f: Callable[[torch.Tensor], torch.Tensor], size: in
     require(f is not None, "f is None: did you replace `raise NotImplementedError()` with your answer?")
     require(callable(f), f"f must be a function of a batch of images, got {type(f).__name__}")
     rho = image_dihedral((1, size, size))
-    x = torch.randn(16, 1, size, size, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(16, 1, size, size, generator=torch_generator(0))
     with torch.no_grad():
         y = f(x)
     require(isinstance(y, torch.Tensor) and y.shape == x.shape,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import torch
 
 from ..models.mlp import ACTIVATIONS
+from ..seeds import torch_generator
 from . import ExerciseError, passed, require
 
 __all__ = ["check_merge_clone", "check_fold_constant", "check_lift"]
@@ -18,7 +19,7 @@ def _two_layer(act: str, W1, b1, W2, b2, x):
 
 
 def _cases(seed: int, n: int = 4):
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch_generator(seed)
     for case in range(n):
         d_in, d, d_out = 3 + case, 5 + case, 2 + case % 2
         W1, b1 = torch.randn(d, d_in, generator=gen), torch.randn(d, generator=gen)

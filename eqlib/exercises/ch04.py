@@ -10,6 +10,7 @@ import torch
 
 from ..models.mlp import MLP
 from ..symmetries import SymmetryGroup
+from ..seeds import torch_generator
 from . import ExerciseError, passed, require
 
 __all__ = ["check_transform", "relu_intertwiner_cases", "check_relu_intertwiner_test",
@@ -52,7 +53,7 @@ def relu_intertwiner_cases() -> list[tuple[torch.Tensor, bool, str]]:
 
     Chapter: *Parameter symmetries* (book/part1/04_parameter_symmetries).
     """
-    gen = torch.Generator().manual_seed(0)
+    gen = torch_generator(0)
     scaled = SymmetryGroup("scaled_permutation", 5).sample(1).matrix()
     signed = SymmetryGroup("signed_permutation", 5).sample(2).matrix()
     signed[0] = signed[0].abs()

@@ -8,6 +8,7 @@ import torch
 from ..actions import Action, DirectSum, PermutationAction, equivariant_basis, from_matrices, regular, trivial
 from ..images import image_dihedral, mirror
 from ..groups import cyclic, dihedral, flip
+from ..seeds import torch_generator
 from . import ExerciseError, passed, require
 
 __all__ = ["check_intertwiner_dim", "check_circulant", "check_relu_breaks"]
@@ -117,9 +118,9 @@ def check_relu_breaks(rho_out) -> None:
     require(not all(_in_relu_group(rho_out.matrix(g)) for g in D4),
             "for this action ReLU(W x) stays equivariant for every intertwiner W; "
             "pick another rho_out")
-    coef = torch.randn(B.shape[0], generator=torch.Generator().manual_seed(0))
+    coef = torch.randn(B.shape[0], generator=torch_generator(0))
     W = torch.einsum("k,kij->ij", coef, B)
-    x = torch.randn(64, 8, generator=torch.Generator().manual_seed(1))
+    x = torch.randn(64, 8, generator=torch_generator(1))
     fx = torch.relu(x @ W.T)
     err = max(float((torch.relu(regular(D4).act(g, x) @ W.T) - rho_out.act(g, fx)).norm() / fx.norm()) for g in D4)
     require(err > 1e-5, f"some ρ_out(g) lies outside ReLU's group, yet ReLU(W x) is still equivariant for "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from ..seeds import torch_generator
 from . import passed, require
 
 __all__ = ["check_transported_weight", "check_latent_action", "check_row_matcher",
@@ -36,7 +37,7 @@ def check_latent_action(model, rho_in, g, perm, signs) -> None:
     require(perm.shape == (d,) and signs.shape == (d,), f"perm and signs must both have shape ({d},)")
     require(torch.equal(torch.sort(perm).values, torch.arange(d)), "perm is not a permutation of 0..d-1")
     require(bool((signs.abs() == 1).all()), "signs must be ±1 (tanh's symmetry group is signed permutations)")
-    x = torch.randn(64, rho_in.dim, generator=torch.Generator().manual_seed(5))
+    x = torch.randn(64, rho_in.dim, generator=torch_generator(5))
     f1 = model.layers[0]
     with torch.no_grad():
         lhs = f1(rho_in.act(g, x))
@@ -71,7 +72,7 @@ def check_row_matcher(match_rows, model, rho_in, result) -> None:
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     require(callable(match_rows), f"match_rows must be a function, got {type(match_rows).__name__}")
-    gen = torch.Generator().manual_seed(61)
+    gen = torch_generator(61)
     for n in (1, 3, 8):
         B = torch.randn(n, 5, generator=gen)
         perm, signs = torch.randperm(n, generator=gen), torch.randint(0, 2, (n,), generator=gen) * 2 - 1.0
@@ -112,7 +113,7 @@ def check_clone_lift(model, cloned, rho_in, rho_out, g, answer) -> None:
     require(list(cloned.dims) == [model.dims[0], d + 1] + list(model.dims[2:]),
             f"the cloned network must have widths {[model.dims[0], d + 1] + list(model.dims[2:])}, "
             f"got {list(cloned.dims)}")
-    x = torch.randn(256, model.dims[0], generator=torch.Generator().manual_seed(62))
+    x = torch.randn(256, model.dims[0], generator=torch_generator(62))
     with torch.no_grad():
         gap = float((cloned(x) - model(x)).abs().max())
     require(gap < 1e-5, f"the cloned network computes a different function (gap {gap:.3g}): "

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..seeds import torch_generator
 from . import ExerciseError, passed, require
 
 __all__ = ["check_sigmoid_flip", "check_bypass_weights", "check_bypass_c4"]
@@ -22,7 +23,7 @@ def check_bypass_weights(W1, W2) -> None:
     require(W1.ndim == 2 and W1.shape[1] == 2, f"W_1 must have shape (h, 2), got {tuple(W1.shape)}")
     require(W2.shape == (2, W1.shape[0]), f"W_2 must have shape (2, {W1.shape[0]}), got {tuple(W2.shape)}")
     require(bool(torch.isfinite(W1).all() and torch.isfinite(W2).all()), "W_1 and W_2 must be finite")
-    x = torch.randn(256, 2, generator=torch.Generator().manual_seed(0)) * 3
+    x = torch.randn(256, 2, generator=torch_generator(0)) * 3
     y = F.relu(x @ W1.T) @ W2.T
     target = torch.stack([x[:, 0].abs(), x[:, 1]], 1)
     err = (y - target).norm(dim=0) / target.norm(dim=0)
@@ -52,7 +53,7 @@ def check_sigmoid_flip(D, c) -> None:
     require(D.shape == (n, n) and c.shape == (n,),
             f"D must be ({n}, {n}) and c ({n},) for the exercise's {n} units, got "
             f"{tuple(D.shape)} and {tuple(c.shape)}")
-    z = 3 * torch.randn(512, n, generator=torch.Generator().manual_seed(71))
+    z = 3 * torch.randn(512, n, generator=torch_generator(71))
     err = float((torch.sigmoid(-z) - (torch.sigmoid(z) @ D.float().T + c.float())).abs().max())
     require(err < 1e-5, f"σ(−z) ≠ D σ(z) + c (largest gap {err:.3g}). Compute σ(t) + σ(−t) "
                         "for one number t: it does not depend on t")
@@ -77,7 +78,7 @@ def check_bypass_c4(k) -> None:
     require(is_perm, "k must be a permutation matrix (0/1 entries, one 1 per row and column)")
     W1 = torch.cat([torch.eye(2), -torch.eye(2)])
     rot = torch.tensor([[0.0, -1.0], [1.0, 0.0]])
-    x = torch.randn(256, 2, generator=torch.Generator().manual_seed(72))
+    x = torch.randn(256, 2, generator=torch_generator(72))
     lhs, rhs = F.gelu(x @ (W1 @ rot).T), F.gelu(x @ W1.T) @ k.T
     err = float((lhs - rhs).abs().max())
     require(err < 1e-5, f"GELU(W_1 r x) ≠ k GELU(W_1 x) (largest gap {err:.3g}). Write W_1 r: "

@@ -11,6 +11,7 @@ import torch
 
 from ..latent.generalized import pair_set_symmetries, relating_sequences
 from ..models.sets import DeepSetsLayer, pair_swap_parameters
+from ..seeds import torch_generator
 from . import ExerciseError, passed, require
 
 __all__ = ["check_sum_pair_adjunction", "check_residual_invariant", "check_relating_count",
@@ -61,7 +62,7 @@ def check_sum_pair_adjunction(Lam, Gam, b, answer) -> None:
     def layer(X, L, G, c):
         return torch.tanh(X @ L + X.sum(-2, keepdim=True) @ G + c)
 
-    X = torch.randn(64, 2, Lam.shape[0], generator=torch.Generator().manual_seed(91))
+    X = torch.randn(64, 2, Lam.shape[0], generator=torch_generator(91))
     want, got = layer(X.flip(-2), Lam, Gam, b), layer(X, Lp, Gp, bp)
     err = float((got - want).norm() / want.norm())
     require(err < 1e-5, f"f(X; θ') ≠ f(Π X; θ) (relative error {err:.3g}). Write row 1 of the "
@@ -99,7 +100,7 @@ def _relates(k, layers, layers_prime, x, y, tol: float = 1e-5) -> bool:
 
 def _random_latents(layer1, count: int = 64) -> torch.Tensor:
     n, d = layer1.out_shape
-    return torch.randn(count, n, d, generator=torch.Generator().manual_seed(93))
+    return torch.randn(count, n, d, generator=torch_generator(93))
 
 
 def _count(answer) -> int:
@@ -155,7 +156,7 @@ def check_unrelated_layer(layer1, layer2, other) -> None:
     require(other.in_shape == layer2.in_shape and other.out_shape == layer2.out_shape,
             f"q2_other must map {layer2.in_shape} to {layer2.out_shape} like q2, got "
             f"{other.in_shape} to {other.out_shape}")
-    x = torch.randn(256, *layer1.in_shape, generator=torch.Generator().manual_seed(94))
+    x = torch.randn(256, *layer1.in_shape, generator=torch_generator(94))
     with torch.no_grad():
         want, got = layer2(layer1(x)), other(layer1(x))
     err = float((got - want).norm() / want.norm())

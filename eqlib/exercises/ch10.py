@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import torch
 
+from ..seeds import torch_generator
 from . import ExerciseError, passed, require
 
 __all__ = ["check_filter_distance_by_hand", "check_gcnn_projection"]
@@ -19,7 +20,7 @@ def check_gcnn_projection(project: Callable[[torch.Tensor, torch.Tensor, torch.T
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
-    gen = torch.Generator().manual_seed(3)
+    gen = torch_generator(3)
     w = torch.randn(6, 4, 3, 3, generator=gen)
     pi_out = torch.tensor([1, 0, 3, 2, 4, 5])
     pi_in = torch.tensor([1, 0, 2, 3])

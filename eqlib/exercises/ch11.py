@@ -14,6 +14,7 @@ from ..images import mirror_images
 from ..latent import linear_equivariance_error
 from ..models import MLP
 from ..train import penalty_term
+from ..seeds import spawn, torch_generator
 from . import ExerciseError, passed, require
 
 __all__ = ["check_mirror_partner", "check_equivariance_penalty", "planted_filters",
@@ -26,7 +27,7 @@ def planted_filters(seed: int = 0) -> tuple[torch.Tensor, list[tuple[int, int]]]
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    g = torch.Generator().manual_seed(seed)
+    g = torch_generator(seed)
     v = torch.randn(4, 3072, generator=g)
     m = mirror_images(v)
     W = torch.stack([v[0] + m[0], v[1] - m[1], v[2], v[3], m[2], -m[3]])
@@ -41,7 +42,7 @@ def check_mirror_partner(mirror_partner: Callable[[torch.Tensor, int], tuple[int
     require(callable(mirror_partner), "mirror_partner must be a function (W, j) -> (k, s)")
     for seed in (0, 1):
         W, answer = planted_filters(seed)
-        perm = torch.randperm(6, generator=torch.Generator().manual_seed(seed + 10))
+        perm = torch.randperm(6, generator=spawn(seed, "filter order"))
         W = W[perm]  # the structure must be found, not remembered
         inv = torch.argsort(perm)
         for j in range(6):
@@ -67,7 +68,7 @@ def check_equivariance_penalty(equivariance_penalty: Callable[[nn.Module, torch.
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     require(callable(equivariance_penalty), "equivariance_penalty must be a function (f, x) -> scalar tensor")
-    gen = torch.Generator().manual_seed(0)
+    gen = torch_generator(0)
     x = torch.randn(5, 3, 32, 32, generator=gen)
     conv = nn.Conv2d(3, 3, 3, padding=1)
     with torch.no_grad():

@@ -34,6 +34,7 @@ from ..groups import FiniteGroup, GroupElement, cyclic
 from ..models.base import Model
 from ..models.convnet import SameConv, conv_net
 from ..symmetries import SymmetryElement
+from ..seeds import spawn, torch_generator
 from ..validation import check_bool, check_float, check_int, check_tensor
 from .result import RecoveryResult
 from .units import match_units
@@ -178,7 +179,7 @@ class PlantedConv:
     hidden: bool
 
 
-def plant_c4_conv(blocks: list[list[str]], size: int = 7, kernel: int = 3, hide: bool = True,
+def plant_c4_conv(blocks: list[list[str]], *, size: int = 7, kernel: int = 3, hide: bool = True,
                   seed: int = 0) -> PlantedConv:
     """A conv net whose every layer is C4-equivariant, with channel actions you choose.
 
@@ -206,7 +207,7 @@ def plant_c4_conv(blocks: list[list[str]], size: int = 7, kernel: int = 3, hide:
     acts = [c4_channel_action(list(b)) for b in blocks]
     model = conv_net([a.dim for a in acts], size, kernel, seed=seed)
     G = acts[0].group
-    gen = torch.Generator().manual_seed(int(seed) + 10_000)
+    gen = spawn(seed, "equivariant weights")
     with torch.no_grad():
         for i, layer in enumerate(model.layers):
             Cin, Cout = acts[i].matrices(), acts[i + 1].matrices()
@@ -326,7 +327,7 @@ def _rows(W: Tensor, b: Tensor) -> Tensor:
 
 
 def recover_conv_actions(model: Model, x: Tensor, rho_in: Action | None = None,
-                         rho_out: Action | None = None, group: FiniteGroup | None = None,
+                         rho_out: Action | None = None, *, group: FiniteGroup | None = None,
                          tol: float = 1e-4, seed: int = 0) -> ConvLatentActions:
     """The theorem's proof under the generalized adjunction, as an algorithm (conv nets).
 
@@ -363,7 +364,7 @@ def recover_conv_actions(model: Model, x: Tensor, rho_in: Action | None = None,
     res.k = [dict() for _ in range(L - 1)]
     res.weight_residual = [dict() for _ in range(L)]
     res.layer_error = [dict() for _ in range(L)]
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch_generator(seed)
     with torch.no_grad():
         probes, h = [], x
         for layer in layers:

@@ -20,11 +20,11 @@ from ..models.attention import MultiHeadAttention
 from ..models.base import Model
 from ..models.convnet import SameConv
 from ..models.mlp import Dense
-from ..submodels import reduce
+from ..seeds import torch_generator
 from ..validation import check_bool, check_finite, check_float, check_int, check_tensor
 from .lstsq import recover_by_lstsq
 from .result import LatentActions, homomorphism_error, layer_errors
-from .weights import hidden_groups, lift_action, maybe_degenerate, mlp_layers, recover_by_weights
+from .weights import _by_weights, hidden_groups, mlp_layers
 from .activations import recover_by_activations
 from .attention import recover_attention_action, recover_attention_network
 from .conv import recover_conv_actions
@@ -42,29 +42,7 @@ Tensor = torch.Tensor
 def _probes(model, n: int, seed: int) -> Tensor:
     d0 = mlp_layers(model)[0].in_dim
     dev = mlp_layers(model)[0].weight.device
-    return torch.randn(n, d0, generator=torch.Generator().manual_seed(seed)).to(dev)
-
-
-def _reduce(model, notes: list[str], degenerate: bool):
-    """The :class:`~eqlib.submodels.Reduction` of a degenerate model, or None.
-
-    A cheap prefilter (``maybe_degenerate``: zero rows or
-    columns, nearly parallel rows) skips :func:`eqlib.submodels.reduce` when it would
-    find nothing; a reduction that removes nothing is also reported as None.
-    """
-    if not degenerate:
-        return None
-    red = reduce(model)
-    if list(red.model.dims) == list(model.dims):
-        return None
-    notes.append(f"weakly identifiable case: reduced the network from widths {model.dims} to "
-                 f"{red.model.dims} (dead/constant/cloned units); the recovered homomorphisms "
-                 "k̃_i: G → K̃_i act on the reduced network, and the actions on V_i are their lifts "
-                 "k_i = α_i k̃_i α_i* + (I − α_i α_i*), which need not lie in K_i")
-    if any(not bool(m.all()) for m in red.live):
-        notes.append("layers are equivariant after discarding inactive units: dead units (never read "
-                     "by the next layer) are left out of the layer errors")
-    return red
+    return torch.randn(n, d0, generator=torch_generator(seed)).to(dev)
 
 
 def model_family(model) -> str | None:
@@ -92,7 +70,7 @@ def _other_family(family: str, model, rho_in, rho_out, method: str, x, tol, num_
     check_int("num_probes", num_probes, 1), check_int("seed", seed, 0)
     first = model if isinstance(model, MultiHeadAttention) else model.layers[0]
     if x is None:
-        x = torch.randn(num_probes, *first.in_shape, generator=torch.Generator().manual_seed(seed))
+        x = torch.randn(num_probes, *first.in_shape, generator=torch_generator(seed))
     if family == "conv":
         return recover_conv_actions(model, x, rho_in, rho_out, group=group, tol=tol, seed=seed)
     if isinstance(model, MultiHeadAttention):
@@ -152,9 +130,17 @@ def latent_actions(model, rho_in: Action | None, rho_out: Action | None, *, meth
             nonlinearity (``"weights"``/``"activations"``).
         TypeError: a model that is not an MLP of Dense layers.
 
-    Example:
-        >>> res = latent_actions(net, rho_in, rho_out, method="weights")
-        >>> res.ok, res.matrix(1, G["m"])
+    Examples:
+        >>> from eqlib.actions import regular
+        >>> from eqlib.groups import flip
+        >>> from eqlib.latent import plant_equivariant
+        >>> rho = regular(flip())
+        >>> net, _ = plant_equivariant(flip(), rho, rho, [2, 4, 2], seed=0)
+        >>> result = latent_actions(net, rho, rho)
+        >>> result.ok, len(result.actions)
+        (True, 1)
+        >>> result.matrix(1, flip()["m"]).shape
+        torch.Size([4, 4])
 
     Chapter: *The main theorem* (book/part2/06_main_theorem); methods compared in
     *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
@@ -164,6 +150,48 @@ def latent_actions(model, rho_in: Action | None, rho_out: Action | None, *, meth
     family = model_family(model)
     if family in ("conv", "attention"):
         return _other_family(family, model, rho_in, rho_out, method, x, tol, num_probes, seed, group)
+    layers = _check_mlp_arguments(model, rho_in, rho_out, x=x, tol=tol, reduce=reduce, num_probes=num_probes,
+                                  seed=seed, fit_fraction=fit_fraction, ridge=ridge, noise_scale=noise_scale)
+    G = rho_in.group
+    tol = tol if tol is not None else (1e-3 if method == "lstsq" else 1e-4)
+    notes: list[str] = []
+    x = _mlp_probes(model, x, num_probes, seed)
+    e2e_err = _end_to_end_error(model, rho_in, rho_out, x)
+    equivariant = e2e_err <= tol
+    L = len(layers)
+    groups = hidden_groups(model, matching=method != "lstsq")  # K_i, built once per layer
+    in_group = [0.0] * (L - 1)
+    weak = {"reduction": None, "reduced_actions": None, "reduced_layer_errors": None}
+
+    if method == "weights":
+        actions, match, failed, weak = _by_weights(model, rho_in, rho_out, x, tol, groups, notes, reduce)
+        if weak["reduction"] is not None:
+            in_group = [_distance_to_group(K, a) for K, a in zip(groups, actions)]
+    elif method == "activations":
+        actions, residuals = recover_by_activations(model, rho_in, x, groups=groups)
+        match = list(residuals)
+        failed = [i + 1 for i, r in enumerate(residuals) if not r <= tol]
+    else:
+        linear = [activation_record(l.activation).linear for l in layers[:-1]]
+        actions, match, in_group = recover_by_lstsq(
+            model, rho_in, [None if lin else K for lin, K in zip(linear, groups)], samples=samples, seed=seed,
+            noise_scale=noise_scale, sampling=sampling, fit_fraction=fit_fraction, ridge=ridge, solver=solver)
+        failed = [i for i, worst in enumerate(match, start=1) if not worst <= tol]
+        notes.append("lstsq actions are unconstrained linear maps; 'distance to K_i' is the relative Frobenius "
+                     "distance to the nearest element of the layer's symmetry group")
+
+    live = None if weak["reduction"] is None else weak["reduction"].live
+    errs = layer_errors(model, rho_in, rho_out, actions, x=x, live=live)
+    failed = _failed_layers(errs, match, failed, tol, L, check_last=method != "weights")
+    homs = [homomorphism_error(a) for a in actions]
+    recovered = _conclusion(G, e2e_err, equivariant, failed, tol, weak["reduction"] is not None, notes)
+    return LatentActions(G, method, actions, e2e_err, equivariant, errs, homs, match, in_group, failed,
+                         recovered, tol, notes, **weak)
+
+
+def _check_mlp_arguments(model, rho_in, rho_out, *, x, tol, reduce, num_probes, seed, fit_fraction, ridge,
+                         noise_scale) -> list:
+    """Check the arguments of :func:`latent_actions` for an MLP; its Dense layers."""
     for name, rho in (("rho_in", rho_in), ("rho_out", rho_out)):
         if not isinstance(rho, Action):
             raise TypeError(f"{name} must be an eqlib Action, got {type(rho).__name__}")
@@ -185,59 +213,27 @@ def latent_actions(model, rho_in: Action | None, rho_out: Action | None, *, meth
                          f"R^{layers[0].in_dim} → R^{layers[-1].out_dim}")
     if len(layers) < 2:
         raise ValueError("a network of depth 1 has no hidden layers")
-    G = rho_in.group
-    tol = tol if tol is not None else (1e-3 if method == "lstsq" else 1e-4)
-    notes: list[str] = []
+    return layers
+
+
+def _mlp_probes(model, x: Tensor | None, num_probes: int, seed: int) -> Tensor:
+    """The probes (N, d_0) of the diagnostics: ``x`` in the model's dtype and on its device,
+    flattened, or ``num_probes`` seeded Gaussian inputs."""
     if x is None:
         x = _probes(model, num_probes, seed)
     elif x.ndim == 0:
         raise ValueError("x must be a batch of probe inputs (N, d_0), got a 0-d tensor")
     else:
         x = model.check_input(x)  # another float precision: the model's dtype (and its device)
-    x = x.reshape(x.shape[0], -1)
-    e2e_err = _end_to_end_error(model, rho_in, rho_out, x)
-    equivariant = e2e_err <= tol
-    L = len(layers)
-    groups = hidden_groups(model, matching=method != "lstsq")  # K_i, built once per layer
-    in_group = [0.0] * (L - 1)
-    reduction, reduced_actions, reduced_errs, live = None, None, None, None
+    return x.reshape(x.shape[0], -1)
 
-    if method == "weights":
-        degenerate = maybe_degenerate(model)
-        reduction = _reduce(model, notes, degenerate) if reduce else None
-        target = model if reduction is None else reduction.model
-        live = None if reduction is None else reduction.live
-        target_groups = groups if reduction is None else hidden_groups(target)
-        actions, residuals, ambiguous = recover_by_weights(target, rho_in, rho_out, tol, check_clones=degenerate,
-                                                           groups=target_groups)
-        for i, n in enumerate(ambiguous, start=1):
-            if n:
-                notes.append(f"layer {i}: {n} units have parallel rows [w | b] (clones) or are zero: "
-                             "the match is not unique")
-        if reduction is not None:
-            reduced_actions = actions
-            reduced_errs = layer_errors(target, rho_in, rho_out, actions, x)
-            actions = [lift_action(a, reduction.alpha[i + 1], reduction.alpha_star[i + 1])
-                       for i, a in enumerate(actions)]
-            in_group = [_distance_to_group(K, a) for K, a in zip(groups, actions)]
-        match = list(residuals)
-        failed = [i + 1 for i, r in enumerate(residuals) if not r <= tol]
-        failed += [i + 1 for i, n in enumerate(ambiguous) if n and i + 1 not in failed]
-    elif method == "activations":
-        actions, residuals = recover_by_activations(model, rho_in, x, groups=groups)
-        match = list(residuals)
-        failed = [i + 1 for i, r in enumerate(residuals) if not r <= tol]
-    else:
-        linear = [activation_record(l.activation).linear for l in layers[:-1]]
-        actions, match, in_group = recover_by_lstsq(
-            model, rho_in, [None if lin else K for lin, K in zip(linear, groups)], samples=samples, seed=seed,
-            noise_scale=noise_scale, sampling=sampling, fit_fraction=fit_fraction, ridge=ridge, solver=solver)
-        failed = [i for i, worst in enumerate(match, start=1) if not worst <= tol]
-        notes.append("lstsq actions are unconstrained linear maps; 'distance to K_i' is the relative Frobenius "
-                     "distance to the nearest element of the layer's symmetry group")
 
-    errs = layer_errors(model, rho_in, rho_out, actions, x, live=live)
-    if method != "weights":
+def _failed_layers(errs, match: list[float], failed: list[int], tol: float, L: int, *,
+                   check_last: bool) -> list[int]:
+    """The layers (from 1) whose match or equivariance error is over ``tol``, sorted. With
+    ``check_last`` (methods that recover no action on the output) the last layer's error is
+    appended to ``match`` as its match."""
+    if check_last:
         last = float(errs[-1].max())
         match.append(last)
         if not last <= tol and L not in failed:
@@ -246,22 +242,24 @@ def latent_actions(model, rho_in: Action | None, rho_out: Action | None, *, meth
         if not float(errs[i - 1].max()) <= tol and i not in failed:
             failed.append(i)
     failed.sort()
-    homs = [homomorphism_error(a) for a in actions]
+    return failed
+
+
+def _conclusion(G: FiniteGroup, e2e_err: float, equivariant: bool, failed: list[int], tol: float,
+                reduced: bool, notes: list[str]) -> bool | None:
+    """``conclusion_recovered``: None for a network that is not equivariant, False when some
+    layers fail, True otherwise; the reason goes in ``notes``."""
     if not equivariant:
-        recovered = None
         notes.append(f"the network is not {G.name}-equivariant (relative error {e2e_err:.3g} > tol {tol:g}): "
                      "no latent actions are claimed")
-    elif failed:
-        recovered = False
-        where = "the reduced network" if reduction is not None else "the network"
+        return None
+    if failed:
+        where = "the reduced network" if reduced else "the network"
         notes.append(f"the network is equivariant but layers {failed} of {where} are not equivariant under "
                      "the recovered actions: by the theorem (contrapositive) this is evidence that those "
                      "parameters are not identifiable")
-    else:
-        recovered = True
-    return LatentActions(G, method, actions, e2e_err, equivariant, errs, homs, match, in_group, failed,
-                         recovered, tol, notes, reduction=reduction, reduced_actions=reduced_actions,
-                         reduced_layer_errors=reduced_errs)
+        return False
+    return True
 
 
 def _end_to_end_error(model, rho_in: Action, rho_out: Action, x: Tensor) -> float:

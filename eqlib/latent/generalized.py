@@ -80,7 +80,7 @@ def token_channel_candidates(n: int, d: int) -> Tensor:
 
 def relating_sequences(layers: Sequence[Callable[[Tensor], Tensor]],
                        layers_prime: Sequence[Callable[[Tensor], Tensor]],
-                       candidates: Sequence[Tensor], x: Tensor, tol: float = 1e-5) -> list[tuple[int, ...]]:
+                       candidates: Sequence[Tensor], x: Tensor, *, tol: float = 1e-5) -> list[tuple[int, ...]]:
     """All sequences (k_1, …, k_{L-1}) from the candidate groups relating θ' to θ.
 
     The relation is f_i(y; θ'_i) = k_i f_i(k_{i-1}^{-1} y; θ_i) for every layer, with

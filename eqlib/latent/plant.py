@@ -35,6 +35,7 @@ from ..groups import FiniteGroup
 from ..models.activation import activation_record
 from ..models.mlp import MLP
 from ..symmetries import SymmetryElement, apply_symmetry, symmetry_group
+from ..seeds import derive_seed, spawn, torch_generator
 from ..validation import check_bool, check_float, check_int, check_sequence
 from .result import MonomialAction
 
@@ -101,7 +102,7 @@ def equivariant_weight(rho_in: Action, rho_out: Action, seed: int = 0, method: s
     """
     G = rho_in.group
     d_in, d_out = rho_in.dim, rho_out.dim
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch_generator(seed)
     method = method or ("null_space" if d_in * d_out <= NULL_SPACE_MAX else "average")
     if method == "null_space":
         if not G.generators:
@@ -121,7 +122,7 @@ def _invariant_vector(rho: Action, gen: torch.Generator) -> Tensor:
     return torch.stack([rho.act(g, b0) for g in rho.group]).mean(0)
 
 
-def plant_equivariant(group: FiniteGroup, rho_in: Action, rho_out: Action, widths, activation: str = "tanh",
+def plant_equivariant(group: FiniteGroup, rho_in: Action, rho_out: Action, widths, *, activation: str = "tanh",
                       hidden: str | None = None, seed: int = 0, gain: float = 1.5, bias_scale: float = 0.5,
                       hide: bool = True) -> tuple[MLP, list[MonomialAction]]:
     """A random G-equivariant MLP whose layerwise structure is hidden by a symmetry.
@@ -148,6 +149,18 @@ def plant_equivariant(group: FiniteGroup, rho_in: Action, rho_out: Action, width
             positive number, a signed hidden representation with a non-odd activation,
             an unknown ``hidden``.
 
+    Examples:
+        >>> from eqlib.actions import check_equivariance, regular
+        >>> from eqlib.groups import flip
+        >>> G = flip()
+        >>> rho = regular(G)
+        >>> net, hidden = plant_equivariant(G, rho, rho, [2, 4, 2], seed=0)
+        >>> len(hidden), hidden[0].dim
+        (1, 4)
+        >>> x = torch.randn(8, 2, generator=torch_generator(1))
+        >>> max(check_equivariance(net, rho, rho, x).values()) < 1e-5
+        True
+
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     widths = [check_int(f"widths[{i}]", w, 1) for i, w in enumerate(check_sequence("widths", widths))]
@@ -172,20 +185,20 @@ def plant_equivariant(group: FiniteGroup, rho_in: Action, rho_out: Action, width
     L = len(widths) - 1
     reps: list[Action] = [rho_in]
     for i in range(1, L):
-        reps.append(hidden_representation(group, widths[i], hidden == "signed_permutation", seed=seed * 7919 + i))
+        reps.append(hidden_representation(group, widths[i], hidden == "signed_permutation", seed=derive_seed(seed, f"hidden representation {i}")))
     reps.append(rho_out)
     model = MLP(widths, activations=activation, seed=seed)
-    gen = torch.Generator().manual_seed(int(seed) + 1)
+    gen = spawn(seed, "biases")
     with torch.no_grad():
         for i, layer in enumerate(model.layers):
-            W = equivariant_weight(reps[i], reps[i + 1], seed=seed * 1009 + i)
+            W = equivariant_weight(reps[i], reps[i + 1], seed=derive_seed(seed, f"weight {i}"))
             W = W * (gain * W.shape[0] ** 0.5 / W.norm().clamp_min(1e-12))
             layer.weight.copy_(W)
             if layer.bias is not None:
                 layer.bias.copy_(_invariant_vector(reps[i + 1], gen) * bias_scale)
     actions = [r for r in reps[1:-1]]
     if hide:
-        ks = [symmetry_group(activation, widths[i]).sample(seed=seed * 31 + i) for i in range(1, L)]
+        ks = [symmetry_group(activation, widths[i]).sample(seed=spawn(seed, f"hiding symmetry {i}")) for i in range(1, L)]
         model = apply_symmetry(model, ks)
         hidden_actions = []
         for k, rep in zip(ks, actions):

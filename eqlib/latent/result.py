@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from ..actions import Action, check_homomorphism, equivariance_residual
+from ..actions.base import _check_group
 from ..groups import FiniteGroup, GroupElement
 from ..symmetries import SymmetryElement
 from ..validation import check_int, check_sequence, check_tensor
@@ -99,6 +100,7 @@ class MonomialAction(Action):
     """
 
     def __init__(self, group: FiniteGroup, perm: Tensor, scales: Tensor):
+        _check_group(group)
         check_tensor("perm", perm, dtype="integer")  # data (not meta), integer indices
         check_tensor("scales", scales, dtype="real", device=perm.device)
         if not scales.is_floating_point():
@@ -152,6 +154,7 @@ class _DenseAction(Action):
     """Action given by stacked matrices, without the homomorphism check of MatrixAction."""
 
     def __init__(self, group: FiniteGroup, matrices: Tensor):
+        _check_group(group)
         check_tensor("matrices", matrices, ndim=3, dtype="real")
         if matrices.shape[0] != group.order or matrices.shape[1] != matrices.shape[2]:
             raise ValueError(f"matrices must have shape ({group.order}, d, d) (one square matrix per element of "
@@ -164,6 +167,8 @@ class _DenseAction(Action):
 
     def act(self, g: GroupElement, x: Tensor) -> Tensor:
         check_tensor("x", x, dtype="real")
+        if x.ndim == 0 or x.shape[-1] != self.dim:
+            raise ValueError(f"x must have shape (..., {self.dim}), got {tuple(x.shape)}")
         x = x if x.is_floating_point() else x.to(self._m.dtype)  # never in integer arithmetic
         return x @ self._m[self._check(g)].to(device=x.device, dtype=x.dtype).T
 
@@ -188,7 +193,7 @@ def homomorphism_error(action: Action, num_probes: int = 4, seed: int = 0) -> fl
         return float("inf")
 
 
-def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], x: Tensor,
+def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], *, x: Tensor,
                  live: list[Tensor] | None = None) -> np.ndarray:
     """Relative equivariance error of every layer under given latent actions.
 

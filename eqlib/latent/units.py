@@ -75,8 +75,11 @@ def match_units(A: Tensor, B: Tensor, signed: bool = True, scaled: bool = False)
         TypeError: if A or B is not a floating-point tensor (cast integer rows with
             ``.float()``).
 
-    Example:
-        >>> perm, signs, sim = match_units(W_mirrored, W, signed=True)
+    Examples:
+        >>> A = torch.tensor([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]])
+        >>> perm, scales, similarity = match_units(A, -A[[2, 0, 1]])
+        >>> perm, scales
+        (tensor([1, 2, 0]), tensor([-1., -1., -1.]))
 
     Chapter: *The main theorem* (book/part2/06_main_theorem); used in *Reproducing the
     CIFAR-10 experiment* to pair filters with their mirror images.

@@ -44,9 +44,10 @@ from ..actions import Action, PermutationAction
 from ..groups import GroupElement
 from ..models.activation import activation_record
 from ..models.mlp import Dense
+from ..submodels import reduce
 from ..symmetries import SymmetryElement, SymmetryGroup
 from ..validation import check_bool, check_float, check_tensor
-from .result import MonomialAction, dense_action
+from .result import MonomialAction, dense_action, layer_errors
 from .units import match_units
 
 __all__ = ["maybe_degenerate", "lift_action", "mlp_layers", "layer_kind", "hidden_groups", "recover_by_weights",
@@ -192,7 +193,7 @@ def _rel(a: Tensor, b: Tensor) -> float:
     return float((a - b).norm() / a.norm().clamp_min(1e-12))
 
 
-def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4, check_clones: bool = True, *,
+def recover_by_weights(model, rho_in: Action, rho_out: Action, tol: float = 1e-4, *, check_clones: bool = True,
                        groups: list[SymmetryGroup] | None = None):
     """Recover k_i(g) for every hidden layer and every g from the weights (no reduction).
 
@@ -276,3 +277,51 @@ def lift_action(action: Action, alpha: Tensor, alpha_star: Tensor) -> Action:
     P = alpha @ alpha_star
     mats = torch.stack([alpha @ action.matrix(g).float() @ alpha_star + torch.eye(d) - P for g in G])
     return dense_action(G, mats)
+
+
+def _reduce_degenerate(model, notes: list[str], degenerate: bool):
+    """The :class:`~eqlib.submodels.Reduction` of a degenerate model, or None.
+
+    A cheap prefilter (``maybe_degenerate``: zero rows or
+    columns, nearly parallel rows) skips :func:`eqlib.submodels.reduce` when it would
+    find nothing; a reduction that removes nothing is also reported as None.
+    """
+    if not degenerate:
+        return None
+    red = reduce(model)
+    if list(red.model.dims) == list(model.dims):
+        return None
+    notes.append(f"weakly identifiable case: reduced the network from widths {model.dims} to "
+                 f"{red.model.dims} (dead/constant/cloned units); the recovered homomorphisms "
+                 "k̃_i: G → K̃_i act on the reduced network, and the actions on V_i are their lifts "
+                 "k_i = α_i k̃_i α_i* + (I − α_i α_i*), which need not lie in K_i")
+    if any(not bool(m.all()) for m in red.live):
+        notes.append("layers are equivariant after discarding inactive units: dead units (never read "
+                     "by the next layer) are left out of the layer errors")
+    return red
+
+
+def _by_weights(model, rho_in: Action, rho_out: Action, x: Tensor, tol: float, groups: list, notes: list[str],
+                reduce_first: bool):
+    """Method ``"weights"``: (actions on V_i, match residuals, failed layers, the weak case's
+    ``reduction`` / ``reduced_actions`` / ``reduced_layer_errors``). A degenerate network is
+    reduced first (when ``reduce_first``), its actions recovered there and lifted to V_i."""
+    degenerate = maybe_degenerate(model)
+    reduction = _reduce_degenerate(model, notes, degenerate) if reduce_first else None
+    target = model if reduction is None else reduction.model
+    target_groups = groups if reduction is None else hidden_groups(target)
+    actions, residuals, ambiguous = recover_by_weights(target, rho_in, rho_out, tol, check_clones=degenerate,
+                                                       groups=target_groups)
+    for i, n in enumerate(ambiguous, start=1):
+        if n:
+            notes.append(f"layer {i}: {n} units have parallel rows [w | b] (clones) or are zero: "
+                         "the match is not unique")
+    weak = {"reduction": reduction, "reduced_actions": None, "reduced_layer_errors": None}
+    if reduction is not None:
+        weak["reduced_actions"] = actions
+        weak["reduced_layer_errors"] = layer_errors(target, rho_in, rho_out, actions, x=x)
+        actions = [lift_action(a, reduction.alpha[i + 1], reduction.alpha_star[i + 1])
+                   for i, a in enumerate(actions)]
+    failed = [i + 1 for i, r in enumerate(residuals) if not r <= tol]
+    failed += [i + 1 for i, n in enumerate(ambiguous) if n and i + 1 not in failed]
+    return actions, list(residuals), failed, weak

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from ..validation import check_int, check_tensor
+from ..actions import Action, equivariance_residual
+from ..validation import check_choice, check_float, check_int, check_tensor
 
-__all__ = ["Layer", "Model"]
+__all__ = ["Layer", "EquivariantLayer", "Model"]
 
 
 class Layer(nn.Module):
@@ -53,6 +54,68 @@ class Layer(nn.Module):
     @property
     def out_dim(self) -> int:
         return int(torch.Size(self.out_shape).numel())
+
+
+class EquivariantLayer(Layer):
+    """A layer that carries the actions it is equivariant for: f(ρ_in(g) x) = ρ_out(g) f(x).
+
+    Subclasses set ``rho_in`` and ``rho_out`` (actions of one group on V_{i-1} and V_i)
+    in their constructor and implement ``export``. The base gives every such layer
+    the same two services: ``check_equivariance`` measures the equivariance of the
+    layer itself, and ``export`` returns plain torch modules computing the same
+    function without any parametrization (for deployment, or to compare with an
+    unconstrained layer).
+
+    Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
+    """
+
+    rho_in: Action
+    rho_out: Action
+
+    @torch.no_grad()
+    def check_equivariance(self, x: torch.Tensor, *, atol: float | None = None,
+                           elements: str = "generators") -> float:
+        """max |f(ρ_in(g) x) − ρ_out(g) f(x)| over the batch ``x`` and the group's
+        generators (``elements="generators"``: enough, since ρ_in and ρ_out are
+        homomorphisms) or all its elements (``elements="all"``).
+
+        Args:
+            x: a float batch (N, ``*in_shape``).
+            atol: if given, an error above ``atol`` raises AssertionError naming the
+                element (for tests and notebooks).
+            elements: ``"generators"`` or ``"all"``.
+
+        Returns:
+            the largest absolute entry of the residual, a float (0 for an exactly
+            equivariant layer, float32 rounding otherwise).
+
+        Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
+        """
+        check_choice("elements", elements, ("generators", "all"))
+        if atol is not None:
+            atol = check_float("atol", atol, 0.0)
+        check_tensor("x", x, dtype="float", nonempty=True, finite=True)
+        G = self.rho_in.group
+        gs = (list(G.generators) or [G.identity]) if elements == "generators" else list(G)
+        fx = self(x)
+        worst, where = 0.0, G.identity
+        for g in gs:
+            err = float(equivariance_residual(self, self.rho_in, self.rho_out, x, g, fx).abs().max())
+            if not err <= worst:  # NaN counts as the worst
+                worst, where = err, g
+        if atol is not None and not worst <= atol:
+            raise AssertionError(f"{type(self).__name__} is not equivariant for {where.name}: "
+                                 f"max |f(rho_in(g) x) - rho_out(g) f(x)| = {worst:.3g} > atol = {atol:.3g}")
+        return worst
+
+    def export(self) -> nn.Module:  # pragma: no cover - abstract
+        """Plain torch modules (``torch.nn.Linear`` and the like) computing the same
+        function as this layer, with the constrained weights copied in and no
+        parametrization.
+
+        Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
+        """
+        raise NotImplementedError
 
 
 def _trailing_ok(shape: torch.Size, trailing: tuple[int | None, ...]) -> bool:

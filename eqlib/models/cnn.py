@@ -64,6 +64,8 @@ class ConvLayer(Layer):
 
     def __init__(self, in_channels: int, out_channels: int, size: int, batchnorm: bool = True, pool: bool = False):
         super().__init__()
+        in_channels, out_channels = check_int("in_channels", in_channels, 1), check_int("out_channels", out_channels, 1)
+        size = check_int("size", size, 1)
         check_bool("batchnorm", batchnorm)
         check_bool("pool", pool)
         if pool and size % 2:
@@ -100,6 +102,8 @@ class PoolHead(Layer):
 
     def __init__(self, channels: int, size: int, num_classes: int):
         super().__init__()
+        channels, size = check_int("channels", channels, 1), check_int("size", size, 1)
+        num_classes = check_int("num_classes", num_classes, 1)
         self.linear = nn.Linear(channels, num_classes)
         self.in_shape, self.out_shape = (channels, size, size), (num_classes,)
 
@@ -189,16 +193,6 @@ class VGG(Model):
     def channels(self) -> list[int]:
         """Output channels of every conv layer."""
         return [l.conv.out_channels for l in conv_layers(self)]
-
-    def preactivations(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """The ReLU inputs BN(conv(·)) of every conv layer on a batch x: list of (N, C_i, H_i, W_i)."""
-        x = self.check_input(x)
-        out = []
-        for layer in self.layers[:-1]:
-            z = layer.preactivation(x)
-            out.append(z)
-            x = layer.activate(z)
-        return out
 
     def extra_repr(self) -> str:
         return f"config={self.config}, width={self.width}, batchnorm={self.batchnorm}"

@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..seeds import torch_generator
+from ..validation import check_int, show
 from .activation import Activation, activation_record
 from .base import Layer, Model
 
@@ -44,14 +46,15 @@ class SameConv(Layer):
     def __init__(self, in_channels: int, out_channels: int, size: int, kernel: int = 3,
                  activation: str = "tanh", seed: int = 0):
         super().__init__()
-        for name, v in (("in_channels", in_channels), ("out_channels", out_channels), ("size", size)):
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        if not isinstance(kernel, int) or kernel < 1 or kernel % 2 == 0:
+        in_channels, out_channels = check_int("in_channels", in_channels, 1), check_int("out_channels", out_channels, 1)
+        size, kernel = check_int("size", size, 1), check_int("kernel", kernel, 1)
+        if kernel % 2 == 0:
             raise ValueError(f"kernel must be a positive odd integer, got {kernel!r}")
+        if not isinstance(activation, str):
+            raise TypeError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {show(activation)}")
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
-        gen = torch.Generator().manual_seed(int(seed))
+        gen = torch_generator(seed)
         fan_in = in_channels * kernel * kernel
         self.weight = nn.Parameter(torch.randn(out_channels, in_channels, kernel, kernel, generator=gen)
                                    / fan_in ** 0.5)

@@ -23,9 +23,9 @@ from torch.nn.utils import parametrize
 from ..actions import Action, DirectSum, PermutationAction, equivariant_basis, trivial
 from ..actions.intertwiners import _check_pair
 from ..validation import check_bool, check_tensor, show
-from .base import Layer
+from .base import EquivariantLayer
 from .activation import activation_record
-from .mlp import ACTIVATIONS, FlatModel, _generator, layer_activations
+from .mlp import ACTIVATIONS, FlatModel, _check_activation, _generator, layer_activations
 
 __all__ = ["IntertwinerProjection", "GroupAverage", "EquivariantDense", "EquivariantMLP"]
 
@@ -84,6 +84,10 @@ class GroupAverage(nn.Module):
         return (theta + torch.stack(moved).sum(0)) / (len(moved) + 1)
 
 
+#: σ as a plain torch module, for ``EquivariantDense.export``
+_ACTIVATION_MODULES = {"tanh": nn.Tanh, "relu": nn.ReLU, "gelu": nn.GELU, "sigmoid": nn.Sigmoid}
+
+
 def _pointwise_ok(rho: Action, activation: str) -> bool:
     if activation_record(activation).linear:
         return True
@@ -94,7 +98,7 @@ def _pointwise_ok(rho: Action, activation: str) -> bool:
     return rho.signs is None or activation_record(activation).odd
 
 
-class EquivariantDense(Layer):
+class EquivariantDense(EquivariantLayer):
     """f(x) = σ(W x + b) with W ρ_in(g) = ρ_out(g) W and ρ_out(g) b = b for every g.
 
     Args:
@@ -106,7 +110,9 @@ class EquivariantDense(Layer):
 
     ``layer.weight`` and ``layer.bias`` are the constrained (equivariant) tensors; the
     free parameters live in ``layer.parametrizations``. The layer carries ``rho_in`` and
-    ``rho_out``, so ``check_equivariance(layer, x)`` needs no other arguments.
+    ``rho_out``, so ``check_equivariance(layer, x)`` needs no other arguments, and
+    ``layer.check_equivariance(x)`` gives the largest residual; ``layer.export()`` is the
+    same function as a plain ``torch.nn.Linear`` (followed by σ).
 
     Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
     """
@@ -115,8 +121,7 @@ class EquivariantDense(Layer):
                  seed: int | torch.Generator | None = 0):
         super().__init__()
         _check_pair(rho_in, rho_out)
-        if not isinstance(activation, str) or activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {activation!r}: activation must be one of {sorted(ACTIVATIONS)}")
+        _check_activation(activation)
         if not _pointwise_ok(rho_out, activation):
             raise ValueError(f"activation {activation!r} is applied pointwise, which commutes with rho_out only "
                              f"when rho_out acts by permutations (signed ones need an odd activation); got "
@@ -152,6 +157,25 @@ class EquivariantDense(Layer):
         if isinstance(x, torch.Tensor) and x.dim() > 2 and x.shape[-1] != self.in_dim:  # (N, C, H, W) → (N, CHW)
             x = x.flatten(1)
         return ACTIVATIONS[self.activation](self.preactivation(x))
+
+    @torch.no_grad()
+    def export(self) -> nn.Module:
+        """The same function as plain torch modules: ``nn.Linear`` holding the constrained W
+        and b (no parametrization), followed by σ as a module unless σ is the identity, and
+        preceded by ``nn.Flatten`` when ρ_in acts on images (as ``forward`` flattens).
+        Its parameters are copies: training it leaves this layer unchanged.
+
+        Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
+        """
+        W = self.weight
+        linear = nn.Linear(self.in_dim, self.out_dim, bias=self.bias is not None, device=W.device, dtype=W.dtype)
+        linear.weight.copy_(W)
+        if self.bias is not None:
+            linear.bias.copy_(self.bias[:, 0])
+        parts = ([nn.Flatten(1)] if len(self.rho_in.shape) > 1 else []) + [linear]
+        if self.activation != "identity":
+            parts.append(_ACTIVATION_MODULES[self.activation]())
+        return parts[0] if len(parts) == 1 else nn.Sequential(*parts)
 
     def extra_repr(self) -> str:
         return (f"{self.rho_in!r} → {self.rho_out!r}, σ={self.activation}, "

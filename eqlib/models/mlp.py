@@ -28,6 +28,16 @@ ODD_ACTIVATIONS = frozenset(n for n, a in ACTIVATION_RECORDS.items() if a.odd)
 _generator = torch_generator  # seed=None means eqlib.seeds.DEFAULT_SEED
 
 
+def _check_activation(activation: object) -> str:
+    """``activation`` must name one of ``ACTIVATIONS``: TypeError for a non-string,
+    ValueError for an unknown name."""
+    if not isinstance(activation, str):
+        raise TypeError(f"activation must be a name, one of {sorted(ACTIVATIONS)}, got {show(activation)}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {activation!r}: activation must be one of {sorted(ACTIVATIONS)}")
+    return activation
+
+
 def layer_activations(activations: str | Sequence[str], L: int) -> list[str]:
     """One activation per layer: a single name for every hidden layer (the last is linear),
     or a list of L − 1 (the last is linear) or L names.
@@ -68,8 +78,7 @@ class Dense(Layer):
     def __init__(self, in_dim: int, out_dim: int, activation: str = "identity", bias: bool = True,
                  seed: int | torch.Generator | None = 0, init_scale: float = 1.0):
         super().__init__()
-        if not isinstance(activation, str) or activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {activation!r}: activation must be one of {sorted(ACTIVATIONS)}")
+        _check_activation(activation)
         in_dim, out_dim = check_int("in_dim", in_dim, 1), check_int("out_dim", out_dim, 1)
         check_bool("bias", bias)
         init_scale = check_float("init_scale", init_scale)

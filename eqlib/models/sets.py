@@ -29,7 +29,7 @@ from ..actions import Action
 from ..groups import FiniteGroup, GroupElement, from_permutations
 from .base import Layer
 from ..validation import check_finite, check_int, check_tensor
-from .mlp import ACTIVATIONS, _generator
+from .mlp import ACTIVATIONS, _check_activation, _generator
 
 __all__ = ["DeepSetsLayer", "pair_swap_parameters", "GraphLayer", "cycle_graph", "cycle_automorphisms", "AdjunctionFit",
            "adjunction_fit", "ResidualBlock", "plant_residual_invariant"]
@@ -51,9 +51,13 @@ def _adjacency(adjacency) -> Tensor:
     return A.to(torch.get_default_dtype())
 
 
-def _check_activation(activation: str) -> None:
-    if not isinstance(activation, str) or activation not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {activation!r}: activation must be one of {sorted(ACTIVATIONS)}")
+def _tied_parameters(d_in: int, d_out: int, seed: int | torch.Generator) -> tuple[nn.Parameter, ...]:
+    """The tied weights of a set or graph layer: two (d_in, d_out) matrices with entries of
+    standard deviation 1/sqrt(d_in) and a bias (d_out,) of standard deviation 0.1."""
+    gen = _generator(seed)
+    first = nn.Parameter(torch.randn(d_in, d_out, generator=gen) / math.sqrt(d_in))
+    second = nn.Parameter(torch.randn(d_in, d_out, generator=gen) / math.sqrt(d_in))
+    return first, second, nn.Parameter(torch.randn(d_out, generator=gen) * 0.1)
 
 
 class DeepSetsLayer(Layer):
@@ -75,10 +79,7 @@ class DeepSetsLayer(Layer):
         n, d_in, d_out = check_int("n", n, 1), check_int("d_in", d_in, 1), check_int("d_out", d_out, 1)
         self.in_shape, self.out_shape = (int(n), int(d_in)), (int(n), int(d_out))
         self.activation = activation
-        gen = _generator(seed)
-        self.Lam = nn.Parameter(torch.randn(d_in, d_out, generator=gen) / math.sqrt(d_in))
-        self.Gam = nn.Parameter(torch.randn(d_in, d_out, generator=gen) / math.sqrt(d_in))
-        self.bias = nn.Parameter(torch.randn(d_out, generator=gen) * 0.1)
+        self.Lam, self.Gam, self.bias = _tied_parameters(d_in, d_out, seed)
 
     def preactivation(self, x: Tensor) -> Tensor:
         """X Λ + mean(X) Γ + b, shape (N, n, d_out)."""
@@ -132,10 +133,7 @@ class GraphLayer(Layer):
         self.register_buffer("adjacency", A)
         self.in_shape, self.out_shape = (n, int(d_in)), (n, int(d_out))
         self.activation = activation
-        gen = _generator(seed)
-        self.W_self = nn.Parameter(torch.randn(d_in, d_out, generator=gen) / math.sqrt(d_in))
-        self.W_nbr = nn.Parameter(torch.randn(d_in, d_out, generator=gen) / math.sqrt(d_in))
-        self.bias = nn.Parameter(torch.randn(d_out, generator=gen) * 0.1)
+        self.W_self, self.W_nbr, self.bias = _tied_parameters(d_in, d_out, seed)
 
     def preactivation(self, x: Tensor) -> Tensor:
         """X W_self + A X W_nbr + b, shape (N, n, d_out)."""

@@ -13,7 +13,7 @@ __all__ = ["plot_attention_maps", "plot_adjunction_residuals", "plot_conv_filter
 
 
 def plot_attention_maps(maps_x: torch.Tensor, maps_gx: torch.Tensor, head_perm: Sequence[int],
-                        token_perm: Sequence[int], heads: Sequence[int] | None = None, g_name: str = "g"):
+                        token_perm: Sequence[int], *, heads: Sequence[int] | None = None, g_name: str = "g"):
     """Attention maps of x and g·x, one row per head h of x.
 
     Columns: the map of head h on x; the same map with its tokens moved by g

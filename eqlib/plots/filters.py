@@ -32,7 +32,7 @@ def filter_image(w: torch.Tensor) -> np.ndarray:
     return (w / (2 * scale) + 0.5).permute(1, 2, 0).clamp(0, 1).numpy()
 
 
-def plot_filters(W1: torch.Tensor, pairing, n: int = 64, cols: int = 16, title: str | None = None):
+def plot_filters(W1: torch.Tensor, pairing, *, n: int = 64, cols: int = 16, title: str | None = None):
     """The first ``n`` filters of W_1 (d_1, 3072) as images, framed by their mirror category
     (a :class:`~eqlib.analysis.FilterPairing`), with the counts in the legend.
 

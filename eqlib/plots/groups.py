@@ -51,7 +51,7 @@ def cayley_table(group: FiniteGroup, ax: plt.Axes | None = None, cmap: str = "ta
     return fig
 
 
-def image_grid(images: torch.Tensor, titles: Sequence[str] | None = None, ncols: int | None = None,
+def image_grid(images: torch.Tensor, titles: Sequence[str] | None = None, *, ncols: int | None = None,
                scale: float = 1.4, suptitle: str | None = None) -> Figure:
     """Show images (N, C, H, W) (uint8, or float in [0, 1]) in a grid with optional titles.
 
@@ -98,7 +98,7 @@ def action_on_image(rho: Action, g: GroupElement, image: torch.Tensor, label: st
 
 
 def layer_errors(errors: Mapping[str, Sequence[float]], ax: plt.Axes | None = None,
-                 title: str = "per-layer equivariance error", log: bool = False, floor: float = 1e-10,
+                 *, title: str = "per-layer equivariance error", log: bool = False, floor: float = 1e-10,
                  labels: Sequence[str] | None = None) -> Figure:
     """Bar chart of relative equivariance errors per layer, one group of bars per network.
 

@@ -14,7 +14,7 @@ __all__ = ["plot_action_matrices", "plot_layer_errors", "plot_fit_errors",
            "plot_latent_arrows"]
 
 
-def plot_action_matrices(result, elements: Sequence | None = None, layer: int = 1, max_units: int = 40,
+def plot_action_matrices(result, elements: Sequence | None = None, *, layer: int = 1, max_units: int = 40,
                          title: str | None = None):
     """Show k_layer(g) for several g as images (red +1, blue −1, white 0).
 
@@ -80,7 +80,7 @@ def plot_fit_errors(fits: dict, title: str = "held-out relative error of the lin
     return fig
 
 
-def plot_latent_arrows(h, h_moved, k, title: str | None = None,
+def plot_latent_arrows(h, h_moved, k, *, title: str | None = None,
                        labels: tuple[str, str] = ("$f_1(x)$", "$f_1(g\\cdot x)$"),
                        action: str = "$k_1(g)$"):
     """Hidden activations of x and of g·x side by side, with k(g) drawn as arrows.

@@ -88,7 +88,7 @@ def filter_image(w: torch.Tensor) -> np.ndarray:
 
 
 def filter_pairs_figure(weight: torch.Tensor, perm: Sequence[int], correlations: Sequence[float] | None = None,
-                        channels: Sequence[int] | None = None, max_pairs: int = 8):
+                        *, channels: Sequence[int] | None = None, max_pairs: int = 8):
     """Filters next to their matched partners in the flipped network.
 
     Args:

@@ -78,7 +78,7 @@ def same_function(model_a: MLP, model_b: MLP, x: torch.Tensor, labels: tuple[str
     return fig
 
 
-def intertwining(activation: str, k, z: torch.Tensor, title: str | None = None, ax=None):
+def intertwining(activation: str, k, z: torch.Tensor, *, title: str | None = None, ax=None):
     """Scatter of σ(k z) against k σ(z), entry by entry: on the diagonal iff k intertwines σ.
 
     Args:

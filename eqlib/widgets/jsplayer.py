@@ -93,7 +93,7 @@ def frame_to_png(frame: Any, dpi: int = 80) -> bytes:
     return buf.getvalue()
 
 
-def player_html(pngs: Sequence[bytes], labels: Sequence[str], title: str = "", start: int = 0,
+def player_html(pngs: Sequence[bytes], labels: Sequence[str], *, title: str = "", start: int = 0,
                 width: int | None = None) -> str:
     """Return the self-contained HTML (with inline JavaScript) of a frames player.
 
@@ -153,7 +153,7 @@ def player_html(pngs: Sequence[bytes], labels: Sequence[str], title: str = "", s
 </div>"""
 
 
-def frames_player(frames: Sequence[Any], labels: Sequence[str] | None = None, title: str = "",
+def frames_player(frames: Sequence[Any], *, labels: Sequence[str] | None = None, title: str = "",
                   start: int = 0, dpi: int = 80, width: int | None = None, display: bool = True):
     """Show precomputed frames with a slider and step buttons that work without a kernel.
 

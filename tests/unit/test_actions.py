@@ -10,6 +10,7 @@ import torch
 from torch.testing import assert_close
 
 from eqlib import actions, groups, images
+from eqlib.seeds import torch_generator
 
 
 def rotation_c4():
@@ -110,7 +111,7 @@ def test_act_agrees_with_matrix(rho):
 
 
 def test_act_keeps_the_shape(rho):
-    x = torch.randn(2, *rho.shape)
+    x = torch.randn(2, *rho.shape, generator=torch_generator(100))
     for g in rho.group:
         assert rho.act(g, x).shape == x.shape
 
@@ -144,7 +145,7 @@ def test_permutation_action_rejects_non_permutations():
 @pytest.mark.parametrize("axis,dim", [("horizontal", -1), ("vertical", -2)], ids=["horizontal", "vertical"])
 def test_mirror_is_torch_flip(axis, dim):
     rho = images.mirror((3, 6, 7), axis)
-    x = torch.randn(4, 3, 6, 7)
+    x = torch.randn(4, 3, 6, 7, generator=torch_generator(101))
     assert_close(rho.act(rho.group["m"], x), torch.flip(x, dims=(dim,)))
     assert_close(rho.act(rho.group["e"], x), x)
 
@@ -157,7 +158,7 @@ def test_mirror_rejects_unknown_axis():
 def test_image_dihedral_is_rot90_and_flip():
     rho = images.image_dihedral((3, 6, 6))
     G = rho.group
-    x = torch.randn(2, 3, 6, 6)
+    x = torch.randn(2, 3, 6, 6, generator=torch_generator(102))
     for k in range(4):
         assert_close(rho.act(G["r"] ** k, x), torch.rot90(x, k, dims=(-2, -1)))
         # r^k s: mirror first, then rotate
@@ -166,7 +167,7 @@ def test_image_dihedral_is_rot90_and_flip():
 
 def test_image_rotations_is_rot90():
     rho = images.image_rotations((1, 5, 5))
-    x = torch.randn(3, 1, 5, 5)
+    x = torch.randn(3, 1, 5, 5, generator=torch_generator(103))
     for k, g in enumerate(rho.group):
         assert_close(rho.act(g, x), torch.rot90(x, k, dims=(-2, -1)))
 
@@ -180,7 +181,7 @@ def test_rotations_need_square_images(factory):
 def test_token_permutation_moves_token_i_to_g_of_i():
     G = groups.symmetric(4)
     rho = actions.token_permutation(G, 4, 3)
-    x = torch.randn(2, 4, 3)
+    x = torch.randn(2, 4, 3, generator=torch_generator(104))
     for g in G:
         p = G.permutations[g.index]
         y = rho.act(g, x)
@@ -207,7 +208,7 @@ def test_direct_sum_is_block_diagonal():
     a, b = rotation_c4(), actions.regular(groups.cyclic(4))
     s = a + b
     assert s.dim == a.dim + b.dim
-    x = torch.randn(5, s.dim)
+    x = torch.randn(5, s.dim, generator=torch_generator(105))
     for g in s.group:
         assert_close(s(g), torch.block_diag(a(g), b(g)))
         assert_close(s.act(g, x), torch.cat([a.act(g, x[:, :2]), b.act(g, x[:, 2:])], dim=1))
@@ -252,7 +253,7 @@ def test_check_equivariance_on_a_non_equivariant_map():
 
 def test_check_equivariance_on_given_elements_and_group_mismatch():
     rho = images.image_dihedral((1, 4, 4))
-    x = torch.randn(2, 1, 4, 4)
+    x = torch.randn(2, 1, 4, 4, generator=torch_generator(106))
     errors = actions.check_equivariance(torch.tanh, rho, rho, x, elements=[rho.group["r"]])
     assert list(errors) == [rho.group["r"]]
     with pytest.raises(ValueError, match="same group"):
@@ -303,7 +304,7 @@ def test_checks_on_empty_or_nan_data_fail_loudly():
     from eqlib.groups import cyclic
 
     rho = regular(cyclic(3))
-    x = torch.randn(4, 3)
+    x = torch.randn(4, 3, generator=torch_generator(107))
     with pytest.raises(ValueError, match="x must not be empty"):
         check_equivariance(lambda v: v, rho, rho, x[:0])
     with pytest.raises(ValueError, match=r"f\(x\) must be finite"):

@@ -4,6 +4,7 @@ import torch
 
 from eqlib.models.cnn import (VGG, warm_batchnorm, MirrorGCNN, channel_involution, conv_layers, flip_filters,
                               mirror_invariance_error)
+from eqlib.seeds import torch_generator
 
 
 def _warm_bn(net, seed=0):
@@ -80,7 +81,7 @@ def test_mirror_gcnn_constraints_are_reynolds_averages():
     layer = conv_layers(net)[1]
     proj = layer.conv.parametrizations.weight[0]
     assert isinstance(proj, GroupAverage)
-    w = torch.randn(layer.conv.parametrizations.weight.original.shape)
+    w = torch.randn(layer.conv.parametrizations.weight.original.shape, generator=torch_generator(100))
     c_out, c_in, kh, kw = w.shape
     G = flip()
 

@@ -40,7 +40,7 @@ def _images(n, seed=0, classes=3):
 def test_latent_actions_agree_with_the_cpu(device):
     G = flip()
     rin, rout = mirror((1, 4, 4)), trivial(G, 3)
-    net, _ = plant_equivariant(G, rin, rout, [16, 12, 10, 3], "tanh", seed=1)
+    net, _ = plant_equivariant(G, rin, rout, [16, 12, 10, 3], activation="tanh", seed=1)
     x = torch.randn(400, 16, generator=torch.Generator().manual_seed(0))
     reference = latent_actions(net, rin, rout, method="weights", x=x)
     moved = net.to(device)

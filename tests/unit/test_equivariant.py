@@ -8,6 +8,7 @@ from eqlib.actions import (check_equivariance, equivariance_residual, equivarian
 from eqlib.images import image_dihedral, mirror
 from eqlib.groups import cyclic, dihedral, flip
 from eqlib.models import EquivariantDense, EquivariantMLP, MLP
+from eqlib.seeds import torch_generator
 
 
 def _pairs():
@@ -102,7 +103,7 @@ def test_signed_output_with_odd_activation_and_residual():
     G = flip()
     rout = signed_permutation(G, [[0, 1], [1, 0]], [[1, 1], [-1, -1]])
     layer = EquivariantDense(regular(G), rout, "tanh", seed=3)
-    x = torch.randn(7, 2)
+    x = torch.randn(7, 2, generator=torch_generator(100))
     assert max(check_equivariance(layer, x).values()) < 1e-6
     b = layer.bias[:, 0].detach()
     assert torch.allclose(rout.act(G["m"], b), b) and b.abs().max() > 0  # fixed vectors: (a, -a)
@@ -111,12 +112,90 @@ def test_signed_output_with_odd_activation_and_residual():
 
 
 def test_prefixes_flatten_images_and_carry_actions():
-    images = torch.randn(5, 3, 4, 4)
+    images = torch.randn(5, 3, 4, 4, generator=torch_generator(101))
     net = MLP([48, 8, 3], seed=0)
     assert torch.allclose(net.prefix(1)(images), net.latents(images)[0])
     D4 = dihedral(4)
     model = EquivariantMLP([image_dihedral((1, 4, 4)), regular(D4), trivial(D4, 2)], "relu", seed=1)
-    x = torch.randn(6, 1, 4, 4)
+    x = torch.randn(6, 1, 4, 4, generator=torch_generator(102))
     sub = model.prefix(1)
     assert sub.rho_out is model.layers[0].rho_out
     assert max(check_equivariance(sub, x).values()) < 1e-5
+
+
+# -- the EquivariantLayer base: state_dict, export, check_equivariance ------------------------------------
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def test_parametrized_equivariant_dense_survives_a_state_dict_round_trip():
+    import io
+    D4 = dihedral(4)
+    rin, rout = image_dihedral((1, 3, 3)), regular(D4)
+    layer = EquivariantDense(rin, rout, "relu", seed=3)
+    with torch.no_grad():  # a trained-like state: free parameters off the equivariant subspace
+        layer.parametrizations.weight.original.add_(torch.randn(8, 9, generator=_gen(0)))
+    buf = io.BytesIO()
+    torch.save(layer.state_dict(), buf)
+    buf.seek(0)
+    fresh = EquivariantDense(rin, rout, "relu", seed=11)
+    x = torch.randn(6, 1, 3, 3, generator=_gen(1))
+    assert not torch.equal(fresh(x), layer(x))
+    fresh.load_state_dict(torch.load(buf, weights_only=True))
+    assert torch.equal(fresh(x), layer(x))
+    assert torch.equal(fresh.weight, layer.weight) and torch.equal(fresh.bias, layer.bias)
+    assert fresh.check_equivariance(x) < 1e-5
+
+
+@pytest.mark.parametrize("k", range(4))
+@pytest.mark.parametrize("activation", ["identity", "relu"])
+def test_export_is_a_plain_module_computing_the_same_function(k, activation):
+    rin, rout = list(_pairs())[k]
+    layer = EquivariantDense(rin, rout, activation, seed=k)
+    plain = layer.export()
+    assert not any(torch.nn.utils.parametrize.is_parametrized(m) for m in plain.modules())
+    linears = [m for m in plain.modules() if isinstance(m, torch.nn.Linear)]
+    assert len(linears) == 1
+    assert isinstance(plain, torch.nn.Linear) == (activation == "identity" and len(rin.shape) == 1)
+    x = torch.randn(20, *rin.shape, generator=_gen(k))
+    assert torch.allclose(plain(x), layer(x), atol=1e-6)
+    # W x + b written out by hand: the exported weights are the constrained ones
+    pre = x.flatten(1) @ layer.weight.detach().T + layer.bias.detach()[:, 0]
+    assert torch.allclose(linears[0](x.flatten(1)), pre, atol=1e-6)
+    with torch.no_grad():  # copies: changing the export leaves the layer alone
+        linears[0].weight.add_(1.0)
+    assert torch.allclose(layer(x), pre if activation == "identity" else pre.relu(), atol=1e-6)
+
+
+def test_check_equivariance_is_zero_for_the_layer_and_positive_for_a_perturbed_linear():
+    from eqlib.models import EquivariantLayer
+
+    D4 = dihedral(4)
+    rin, rout = image_dihedral((1, 3, 3)), regular(D4)
+    layer = EquivariantDense(rin, rout, "tanh", seed=0)
+    x = torch.randn(16, 1, 3, 3, generator=_gen(2))
+    assert layer.check_equivariance(x, atol=1e-5) < 1e-5
+    assert layer.check_equivariance(x, elements="all") < 1e-5
+
+    class DeclaredLinear(EquivariantLayer):  # a plain Linear that only claims the actions
+        def __init__(self, linear):
+            super().__init__()
+            self.rho_in, self.rho_out, self.linear = rin, rout, linear
+            self.in_shape, self.out_shape = rin.shape, rout.shape
+
+        def forward(self, inp):
+            return torch.tanh(self.linear(inp.flatten(1)))
+
+    plain = layer.export()[1]
+    assert DeclaredLinear(plain).check_equivariance(x) < 1e-5  # the export is still equivariant
+    with torch.no_grad():
+        plain.weight.add_(0.1 * torch.randn(plain.weight.shape, generator=_gen(3)))
+    bad = DeclaredLinear(plain)
+    err = bad.check_equivariance(x)
+    assert err > 1e-2
+    with pytest.raises(AssertionError, match="not equivariant"):
+        bad.check_equivariance(x, atol=1e-3)
+    with pytest.raises(ValueError, match="elements"):
+        layer.check_equivariance(x, elements="some")
+    with pytest.raises(TypeError, match="x"):
+        layer.check_equivariance(x.tolist())

@@ -15,7 +15,7 @@ from eqlib.models import MLP
 def planted():
     G = flip()
     rin, rout = mirror((1, 4, 4)), trivial(G, 3)
-    net, _ = plant_equivariant(G, rin, rout, [16, 12, 3], "tanh", seed=0)
+    net, _ = plant_equivariant(G, rin, rout, [16, 12, 3], activation="tanh", seed=0)
     return G, rin, rout, net
 
 

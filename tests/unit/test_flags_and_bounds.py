@@ -14,6 +14,7 @@ from eqlib.models import MLP, Model
 from eqlib.models.cnn import VGG
 from eqlib.train import TrainConfig, image_preset, train
 from eqlib.validation import check_sequence
+from eqlib.seeds import torch_generator
 
 #: the CIFAR-10 preset (mirror symmetry, normalisation) of the image runs here
 IMG = image_preset()
@@ -58,7 +59,7 @@ def test_check_sequence():
 def test_check_equivariance_refuses_no_elements_and_sets():
     """check_equivariance(elements=[]) returned {}: a check of nothing that reads as a pass."""
     rho = actions.regular(groups.cyclic(3))
-    x = torch.rand(4, 3)
+    x = torch.rand(4, 3, generator=torch_generator(100))
     with pytest.raises(ValueError, match="elements must not be empty"):
         actions.check_equivariance(lambda v: v, rho, rho, x, elements=[])
     with pytest.raises(TypeError, match="elements must be a list"):
@@ -118,7 +119,7 @@ def _tol_calls():
         "from_matrix": lambda t: SymmetryElement.from_matrix(k.matrix(), tol=t),
         "allclose": lambda t: k.allclose(k, tol=t),
         "contains": lambda t: K.contains(k, tol=t),
-        "intertwines": lambda t: intertwines("tanh", k, torch.randn(4, 2), tol=t),
+        "intertwines": lambda t: intertwines("tanh", k, torch.randn(4, 2, generator=torch_generator(101)), tol=t),
         "apply_symmetry": lambda t: apply_symmetry(net, [k], tol=t),
     }
 
@@ -150,7 +151,7 @@ def _latent_setup():
     from eqlib.latent import plant_equivariant
     G = groups.cyclic(2)
     rho_in, rho_out = actions.regular(G), actions.regular(G)
-    net, _ = plant_equivariant(G, rho_in, rho_out, [2, 4, 2], "tanh", seed=0)
+    net, _ = plant_equivariant(G, rho_in, rho_out, [2, 4, 2], activation="tanh", seed=0)
     return G, rho_in, rho_out, net
 
 
@@ -167,7 +168,7 @@ def _flag_calls():
     from eqlib.latent import attention, conv, units, weights
     from eqlib.latent.plant import hidden_representation
     G, rho_in, rho_out, net = _latent_setup()
-    A, B = torch.randn(5, 3), torch.randn(5, 3)
+    A, B = torch.randn(5, 3, generator=torch_generator(102)), torch.randn(5, 3, generator=torch_generator(103))
     return {
         "latent_actions.reduce": lambda v: latent.latent_actions(net, rho_in, rho_out, reduce=v),
         "plant_equivariant.hide": lambda v: latent.plant_equivariant(G, rho_in, rho_out, [2, 4, 2], hide=v),
@@ -310,7 +311,7 @@ def _second_audit_cases():
     C3 = groups.cyclic(3)
     net = MLP([3, 4, 3], seed=0)
     vgg = VGG([4, "M", 4], image_size=8, num_classes=3, seed=0)
-    imgs = torch.rand(2, 3, 8, 8)
+    imgs = torch.rand(2, 3, 8, 8, generator=torch_generator(104))
     spec = matching.permutation_spec(vgg)
     nan = math.nan
     return [
@@ -325,7 +326,7 @@ def _second_audit_cases():
         ("parts", lambda: actions.DirectSum()),
         ("widths", lambda: MLP([3, 10**12, 2])),
         ("activations", lambda: MLP([3, 2], activations="swish")),
-        ("upto", lambda: net.latents(torch.rand(2, 3), upto=9)),
+        ("upto", lambda: net.latents(torch.rand(2, 3, generator=torch_generator(105)), upto=9)),
         ("config", lambda: VGG({4, 8})),
         ("width", lambda: VGG([4], width=1e9)),
         ("scale", lambda: warm_batchnorm(vgg, scale=nan)),
@@ -348,10 +349,12 @@ def _second_audit_cases():
         ("log_scale", lambda: latt.hide_attention_network(AttentionNetwork(4, [3, 3]), log_scale=nan)),
         ("token_dim", lambda: latt.TokenAction(C3, None, token_dim=0, token_perms=np.array([[0, 1, 2], [1, 2, 0],
                                                                                             [2, 0, 1]]))),
-        ("tol", lambda: lgen.relating_sequences([net], [net], [], torch.rand(2, 3), tol=nan)),
-        ("candidates", lambda: lgen.relating_sequences(list(net.layers), list(net.layers), {1}, torch.rand(2, 3))),
+        ("tol", lambda: lgen.relating_sequences([net], [net], [], torch.rand(2, 3, generator=torch_generator(106)),
+                                                tol=nan)),
+        ("candidates", lambda: lgen.relating_sequences(list(net.layers), list(net.layers), {1}, torch.rand(2, 3,
+                generator=torch_generator(107)))),
         ("tol", lambda: lconv.recover_conv_actions(lconv.plant_c4_conv([["trivial"], ["regular"]]).model,
-                                                   torch.rand(2, 1, 7, 7), tol=nan)),
+                                                   torch.rand(2, 1, 7, 7, generator=torch_generator(108)), tol=nan)),
         ("cos_tol", lambda: maybe_degenerate(net, cos_tol=nan)),
         ("model", lambda: submodels.reduce(None)),
         ("length", lambda: io.content_hash(torch.zeros(2), length=-1)),

@@ -9,6 +9,7 @@ from eqlib.experiments import barrier_merge as bm
 from eqlib.experiments import gcnn_barrier as gb
 from eqlib.matching import apply_permutation, random_permutations, vgg_permutation_spec
 from eqlib.models.cnn import VGG, MirrorGCNN, conv_layers
+from eqlib.seeds import torch_generator
 
 CFG = [6, "M", 8, "M"]
 
@@ -333,7 +334,7 @@ def test_results_cache_key_is_the_content_of_networks_and_data():
     # a key from sums or samples would let two different runs share cached results
     torch.manual_seed(0)
     net = torch.nn.Linear(4, 3)
-    images = torch.rand(6, 3, 8, 8)
+    images = torch.rand(6, 3, 8, 8, generator=torch_generator(100))
     data = (None, gb.MergeData(images[:2], images[2:], torch.tensor([0, 1, 0, 1])))
     key = gb._fingerprint({("plain", 1.0): [net]}, data)
     swapped = copy.deepcopy(net)

@@ -22,6 +22,7 @@ from eqlib import io as eio
 from eqlib.data import CIFAR10, CLASSES, load_cifar10
 from eqlib.models import MLP
 from eqlib.train import TrainConfig, cached_train, image_preset, train
+from eqlib.seeds import torch_generator
 
 
 #: the CIFAR-10 preset (mirror symmetry, normalisation) every image run here uses
@@ -78,7 +79,8 @@ def test_content_hash_sees_every_byte_the_dtype_and_the_shape():
     assert eio.content_hash(x.t()) == eio.content_hash(x.t().contiguous())  # strides do not matter
     assert eio.content_hash(x.t()) != eio.content_hash(x)
     assert eio.content_hash(x.requires_grad_()) == eio.content_hash(x.detach())
-    assert eio.content_hash(np.arange(12.0).reshape(3, 4)) == eio.content_hash(torch.arange(12.0, dtype=torch.float64).reshape(3, 4))
+    assert eio.content_hash(np.arange(12.0).reshape(3, 4)) == eio.content_hash(torch.arange(12.0,
+            dtype=torch.float64).reshape(3, 4))
     assert eio.content_hash(torch.tensor(-0.0)) != eio.content_hash(torch.tensor(0.0))
     with pytest.raises(TypeError, match="x must be a torch.Tensor or a numpy array"):
         eio.content_hash([1, 2])
@@ -138,7 +140,7 @@ def test_the_model_cache_tells_apart_permuted_initialisations():
             state["layers.1.weight"].copy_(state["layers.1.weight"][:, perm].clone())
         return m
 
-    x = torch.rand(4, 3072)
+    x = torch.rand(4, 3072, generator=torch_generator(100))
     torch.testing.assert_close(permuted()(x), _model()(x))  # the same function
     assert not cached_train(permuted, CFG, (images, labels), progress=False, **IMG).from_cache
 
@@ -175,7 +177,8 @@ def _interrupted(ckpt, cfg, images, labels, at=1):
             raise _Stop
 
     with pytest.raises(_Stop):
-        train(_model(), (images, labels), cfg, device="cpu", progress=False, **IMG, checkpoints=ckpt, hooks={"after_epoch": stop})
+        train(_model(), (images, labels), cfg, device="cpu", progress=False, **IMG, checkpoints=ckpt,
+              hooks={"after_epoch": stop})
     assert ckpt.exists()
 
 

@@ -80,7 +80,7 @@ def test_normalize(batch):
     assert_close(y[:, 1], (batch[:, 1].float() / 255 - m[1]) / s[1])
     ones = images.normalize(torch.full((1, 3, 2, 2), 255, dtype=torch.uint8), mean=(0, 0, 0), std=(1, 1, 1))
     assert_close(ones, torch.ones(1, 3, 2, 2))
-    with pytest.raises(ValueError, match="uint8"):
+    with pytest.raises(TypeError, match="uint8"):
         images.normalize(batch.float())
     with pytest.raises(ValueError, match="one per channel"):
         images.normalize(batch, mean=(0.5,), std=(0.5,))

@@ -13,6 +13,7 @@ from torch.testing import assert_close
 
 from eqlib import io as eio
 from eqlib.io import CorruptFileError
+from eqlib.seeds import torch_generator
 
 
 def test_cache_dir_follows_env_and_creates(tmp_path, monkeypatch):
@@ -94,7 +95,7 @@ def test_atomic_write_failure_keeps_old_content(tmp_path, error):
 
 
 def test_save_and_load_torch_roundtrip(tmp_path):
-    obj = {"w": torch.randn(3, 4), "step": 7, "names": ["a", "b"]}
+    obj = {"w": torch.randn(3, 4, generator=torch_generator(100)), "step": 7, "names": ["a", "b"]}
     eio.save_torch(obj, tmp_path / "ckpt.pt")
     back = eio.load_torch(tmp_path / "ckpt.pt")
     assert_close(back["w"], obj["w"])
@@ -108,7 +109,7 @@ def test_load_torch_missing_file(tmp_path):
 
 def test_load_torch_truncated_file(tmp_path):
     path = tmp_path / "ckpt.pt"
-    eio.save_torch({"w": torch.randn(100, 100)}, path)
+    eio.save_torch({"w": torch.randn(100, 100, generator=torch_generator(101))}, path)
     path.write_bytes(path.read_bytes()[:500])
     with pytest.raises(CorruptFileError, match="delete it to rebuild") as info:
         eio.load_torch(path)
@@ -144,7 +145,7 @@ def test_load_torch_refuses_code(tmp_path):
 def test_load_torch_detects_any_damage_by_its_checksum(tmp_path, damage):
     """A zeroed 4 KB block used to load silently as 1,025 wrong weights (issue 16)."""
     path = tmp_path / "model.pt"
-    eio.save_torch({"w": torch.randn(200, 200)}, path)
+    eio.save_torch({"w": torch.randn(200, 200, generator=torch_generator(102))}, path)
     data = bytearray(path.read_bytes())
     if damage == "zero-block":
         data[len(data) // 2:len(data) // 2 + 4096] = bytes(4096)

@@ -28,7 +28,7 @@ def _cases():
 @pytest.mark.parametrize("name", list(_cases()))
 def test_weights_recovers_exact_homomorphisms(name):
     G, rin, rout, widths, act = _cases()[name]
-    net, truth = plant_equivariant(G, rin, rout, widths, act, seed=3)
+    net, truth = plant_equivariant(G, rin, rout, widths, activation=act, seed=3)
     res = latent_actions(net, rin, rout, method="weights")
     assert res.equivariant and res.conclusion_recovered, res.summary()
     assert res.ok, res.summary()
@@ -45,7 +45,7 @@ def test_weights_recovers_exact_homomorphisms(name):
 def test_weights_big_mirror_network():
     G = flip()
     rin, rout = mirror((3, 16, 16)), trivial(G, 10)
-    net, _ = plant_equivariant(G, rin, rout, [768, 1024, 1024, 10], "tanh", seed=0)
+    net, _ = plant_equivariant(G, rin, rout, [768, 1024, 1024, 10], activation="tanh", seed=0)
     res = latent_actions(net, rin, rout)
     assert res.ok and res.layer_errors.max() < 1e-5, res.summary()
 
@@ -53,7 +53,7 @@ def test_weights_big_mirror_network():
 def test_three_methods_agree_on_planted_tanh():
     G = flip()
     rin, rout = mirror((1, 4, 4)), trivial(G, 3)
-    net, _ = plant_equivariant(G, rin, rout, [16, 12, 10, 3], "tanh", seed=1)
+    net, _ = plant_equivariant(G, rin, rout, [16, 12, 10, 3], activation="tanh", seed=1)
     x = torch.randn(400, 16, generator=torch.Generator().manual_seed(0))
     w = latent_actions(net, rin, rout, method="weights", x=x)
     a = latent_actions(net, rin, rout, method="activations", x=x)
@@ -70,7 +70,7 @@ def test_weakly_identifiable_network_is_reduced_and_lifted():
 
     G = flip()
     rin, rout = mirror((1, 4, 4)), trivial(G, 3)
-    net, _ = plant_equivariant(G, rin, rout, [16, 12, 10, 3], "tanh", seed=2)
+    net, _ = plant_equivariant(G, rin, rout, [16, 12, 10, 3], activation="tanh", seed=2)
     deg = plant_degenerate(net, n_dead=1, n_constant=1, n_clones=1, n_negated=1, seed=0)
     deg = deg[0] if isinstance(deg, tuple) else deg
     res = latent_actions(deg, rin, rout, method="weights")
@@ -125,7 +125,8 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="R\\^"):
         latent_actions(net, mirror((1, 4, 5)), trivial(G, 3))
     with pytest.raises(ValueError, match="odd"):
-        plant_equivariant(G, mirror((1, 4, 4)), trivial(G, 3), [16, 8, 3], "relu", hidden="signed_permutation")
+        plant_equivariant(G, mirror((1, 4, 4)), trivial(G, 3), [16, 8, 3], activation="relu",
+                          hidden="signed_permutation")
 
 
 def test_sign_characters():
@@ -182,7 +183,7 @@ def _weak_case(seed, act="tanh"):
 
     D4 = dihedral(4)
     rin, rout = image_dihedral((1, 4, 4)), trivial(D4, 3)
-    net, _ = plant_equivariant(D4, rin, rout, [16, 24, 16, 3], act, seed=seed)
+    net, _ = plant_equivariant(D4, rin, rout, [16, 24, 16, 3], activation=act, seed=seed)
     deg = plant_degenerate(net, n_dead=2, n_constant=1, n_clones=2,
                            n_negated=1 if act == "tanh" else 0, seed=seed)
     return D4, rin, rout, deg, latent_actions(deg, rin, rout, method="weights")
@@ -219,7 +220,7 @@ def test_weak_case_homomorphisms_into_reduced_groups_and_lifts(seed, act):
             assert K.contains(k, tol=1e-5) == fixes
     assert max(res.in_group_distance) > 0.05  # some lift is not in K_i (a clone class moves)
     # layers are equivariant on reachable latents only after discarding the dead units
-    full = layer_errors(deg, rin, rout, res.actions, x)
+    full = layer_errors(deg, rin, rout, res.actions, x=x)
     assert full.max() > 1e-2 and res.layer_errors.max() < 1e-4
     torch.testing.assert_close(lift_action(res.reduced_actions[0], red.alpha[1], red.alpha_star[1]).matrix(G["r"]),
                                res.matrix(1, G["r"]))
@@ -227,7 +228,7 @@ def test_weak_case_homomorphisms_into_reduced_groups_and_lifts(seed, act):
 
 def test_reduced_matrix_needs_a_reduction():
     G = flip()
-    net, _ = plant_equivariant(G, mirror((1, 4, 4)), trivial(G, 3), [16, 12, 3], "tanh", seed=0)
+    net, _ = plant_equivariant(G, mirror((1, 4, 4)), trivial(G, 3), [16, 12, 3], activation="tanh", seed=0)
     res = latent_actions(net, mirror((1, 4, 4)), trivial(G, 3))
     assert not res.weak and res.reduced_actions is None
     with pytest.raises(ValueError, match="not reduced"):
@@ -259,7 +260,7 @@ def test_identifiable_is_a_deprecated_alias_of_conclusion_recovered():
     identifiability); the old name still answers, with a DeprecationWarning."""
     G = flip()
     rho_in, rho_out = mirror((1, 2, 2)), trivial(G, 1)
-    net, _ = plant_equivariant(G, rho_in, rho_out, [4, 6, 1], "tanh", seed=0)
+    net, _ = plant_equivariant(G, rho_in, rho_out, [4, 6, 1], activation="tanh", seed=0)
     res = latent_actions(net, rho_in, rho_out)
     with pytest.warns(DeprecationWarning, match="conclusion_recovered"):
         assert res.identifiable is res.conclusion_recovered is True

@@ -14,6 +14,7 @@ from eqlib.latent.attention import (TokenAction, head_products, patch_mirror_act
                                     recover_token_permutation)
 from eqlib.models import AttentionNetwork, MultiHeadAttention
 from eqlib.symmetries import apply_attention_symmetry, sample_attention_symmetry
+from eqlib.seeds import torch_generator
 
 SHAPE, PATCH = (1, 4, 6), 2  # a 2×3 grid of 2×2 patches
 
@@ -26,7 +27,7 @@ def c3_action():
 
 def test_patch_mirror_matches_image_mirror():
     act = patch_mirror_action(SHAPE, PATCH)
-    x = torch.randn(3, *SHAPE)
+    x = torch.randn(3, *SHAPE, generator=torch_generator(100))
     m = act.group["m"]
     torch.testing.assert_close(patchify(torch.flip(x, dims=(-1,)), PATCH), act.act(m, patchify(x, PATCH)))
     torch.testing.assert_close(unpatchify(patchify(x, PATCH), SHAPE, PATCH), x)
@@ -52,7 +53,7 @@ def test_planted_three_cycle_and_homomorphism():
     act = c3_action()
     tau = np.stack([np.concatenate([p, [3]]) for p in act.group.permutations])
     planted = plant_attention_equivariant(act, tau, d_k=3, d_v=3, seed=4)
-    res = recover_attention_action(planted.layer, act, torch.randn(6, 3, 6))
+    res = recover_attention_action(planted.layer, act, torch.randn(6, 3, 6, generator=torch_generator(101)))
     assert res.equivariant, res.summary()
     for name, t in planted.head_perm.items():
         assert res.head_perm[name].tolist() == t.tolist()
@@ -63,7 +64,7 @@ def test_recovered_changes_of_basis_undo_the_hiding_symmetry():
     act = c3_action()
     tau = np.tile(np.arange(3), (3, 1))  # every head fixed
     planted = plant_attention_equivariant(act, tau, d_k=3, d_v=3, hide=False, seed=2)
-    res = recover_attention_action(planted.layer, act, torch.randn(4, 3, 6))
+    res = recover_attention_action(planted.layer, act, torch.randn(4, 3, 6, generator=torch_generator(102)))
     assert res.basis_residual["(1 2 0)"] < 1e-4
 
 
@@ -71,7 +72,7 @@ def test_token_permutation_recovered_from_maps():
     layer = MultiHeadAttention(5, 3, 3, heads=2, seed=3)
     G = symmetric(5)
     act = token_permutation(G, 5, 3)
-    x = torch.randn(4, 5, 3)
+    x = torch.randn(4, 5, 3, generator=torch_generator(103))
     for g in G.sample(5, seed=1):
         pi, resid = recover_token_permutation(layer.attention_maps(x), layer.attention_maps(act.act(g, x)))
         assert pi.tolist() == G.permutations[g.index].tolist()
@@ -92,7 +93,7 @@ def test_head_products_invariant_under_attention_symmetries():
 def test_random_layer_reported_not_equivariant():
     act = patch_mirror_action(SHAPE, PATCH)
     layer = MultiHeadAttention(6, 4, 4, heads=4, positional=True, seed=1)
-    res = recover_attention_action(layer, act, patchify(torch.randn(4, *SHAPE), PATCH))
+    res = recover_attention_action(layer, act, patchify(torch.randn(4, *SHAPE, generator=torch_generator(104)), PATCH))
     assert not res.equivariant
     assert "NOT equivariant" in res.summary()
     assert res.output_residual["m"] > 0.1
@@ -101,10 +102,12 @@ def test_random_layer_reported_not_equivariant():
 def test_without_positional_encodings_equivariant_to_all_token_permutations():
     net = AttentionNetwork(4, [3, 5, 2], heads=2, positional=False, seed=0)
     G = symmetric(4)
-    errs = check_equivariance(net, token_permutation(G, 4, 3), token_permutation(G, 4, 2), torch.randn(6, 4, 3))
+    errs = check_equivariance(net, token_permutation(G, 4, 3), token_permutation(G, 4, 2), torch.randn(6, 4, 3,
+            generator=torch_generator(105)))
     assert max(errs.values()) < 1e-5
     with_p = AttentionNetwork(4, [3, 5, 2], heads=2, positional=True, seed=0)
-    errs = check_equivariance(with_p, token_permutation(G, 4, 3), token_permutation(G, 4, 2), torch.randn(6, 4, 3))
+    errs = check_equivariance(with_p, token_permutation(G, 4, 3), token_permutation(G, 4, 2), torch.randn(6, 4, 3,
+            generator=torch_generator(106)))
     assert max(errs.values()) > 1e-2
 
 
@@ -116,7 +119,7 @@ def test_pure_token_permutation_forces_invariant_positions():
     planted = plant_attention_equivariant(act, np.tile(np.arange(2), (4, 1)), d_out=3, d_k=2, d_v=2, hide=True, seed=0)
     P = planted.layer.P
     torch.testing.assert_close(P, P[:1].expand_as(P))
-    res = recover_attention_action(planted.layer, act, torch.randn(3, 4, 3))
+    res = recover_attention_action(planted.layer, act, torch.randn(3, 4, 3, generator=torch_generator(107)))
     assert res.equivariant, res.summary()
     assert G.order == 4
 
@@ -126,7 +129,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="homomorphism"):
         plant_attention_equivariant(act, np.array([[1, 0], [0, 1]]))
     with pytest.raises(ValueError, match="shape"):
-        recover_attention_action(MultiHeadAttention(6, 4, 4, 2), act, torch.randn(2, 5, 4))
+        recover_attention_action(MultiHeadAttention(6, 4, 4, 2), act, torch.randn(2, 5, 4, generator=torch_generator(108)))
     with pytest.raises(ValueError, match="multiple"):
         patch_mirror_action((1, 5, 6), 2)
 
@@ -145,7 +148,7 @@ def test_two_layer_network_layer_by_layer():
                                          d_out=4, out_features=act.feature_action, d_k=2, d_v=2,
                                          positional=False, seed=1)
     net = Model([first.layer, second.layer])
-    x = patchify(torch.randn(16, 1, 2, 4), 2)
+    x = patchify(torch.randn(16, 1, 2, 4, generator=torch_generator(109)), 2)
     results = recover_attention_network(net, act, x)
     assert all(r.equivariant for r in results), "\n".join(r.summary() for r in results)
     assert results[0].head_perm["m"].tolist() == first.head_perm["m"].tolist()
@@ -221,7 +224,7 @@ def test_hide_attention_network_with_head_symmetries_keeps_function():
 def test_head_space_action_fails_for_a_random_layer():
     act = patch_mirror_action(SHAPE, PATCH)
     layer = MultiHeadAttention(6, 4, 4, heads=3, d_k=2, d_v=2, positional=True, seed=4)
-    x = patchify(torch.randn(6, *SHAPE), PATCH)
+    x = patchify(torch.randn(6, *SHAPE, generator=torch_generator(110)), PATCH)
     res = recover_attention_action(layer, act, x)
     assert not res.equivariant and res.head_space_residual["m"] > 1e-2
     assert res.feature_homomorphism_error() < 1e-6                         # the given S is an action
@@ -397,7 +400,7 @@ def test_identity_element_gives_zero_residuals_on_any_layer(seed):
     for positional in (False, True):
         layer = MultiHeadAttention(4, 3, 4, heads=3, d_k=2, d_v=3, positional=positional, seed=seed)
         out = conjugated(swap_features(act.group, 4), seed + 1)
-        res = recover_attention_action(layer, act, torch.randn(5, 4, 3), out_features=out)
+        res = recover_attention_action(layer, act, torch.randn(5, 4, 3, generator=torch_generator(111)), out_features=out)
         assert res.head_perm[e].tolist() == [0, 1, 2] == res.head_perm_maps[e].tolist()
         assert max(float(res.head_residual[e].max()), res.basis_residual[e], res.maps_residual[e],
                    res.output_residual[e], res.head_space_residual[e], res.positional_residual[e] or 0) < 1e-6
@@ -436,7 +439,7 @@ def test_duplicate_heads_are_reported_as_ties():
     with torch.no_grad():
         for name in ("W_Q", "W_K", "W_V", "W_O"):
             getattr(layer, name)[2] = getattr(layer, name)[0]
-    res = recover_attention_action(layer, act, torch.randn(4, 4, 3))
+    res = recover_attention_action(layer, act, torch.randn(4, 4, 3, generator=torch_generator(112)))
     assert res.equivariant, res.summary()
     for g in G:
         assert res.head_ties[g] == [[0, 2]]
@@ -456,15 +459,17 @@ def test_bad_inputs_to_transport_and_recovery():
     with pytest.raises(TypeError, match="out_features must be a torch.Tensor"):
         match_heads(layer, act, g, [[1, 0, 0]])
     with pytest.raises(TypeError, match="action_in must be a TokenAction"):
-        recover_attention_action(layer, swap_features(act.group, 3), torch.randn(2, 4, 3))
+        recover_attention_action(layer, swap_features(act.group, 3), torch.randn(2, 4, 3, generator=torch_generator(113)))
     with pytest.raises(ValueError, match="action_in acts on"):
-        recover_attention_action(MultiHeadAttention(4, 5, 3, heads=2), act, torch.randn(2, 4, 5))
+        recover_attention_action(MultiHeadAttention(4, 5, 3, heads=2), act, torch.randn(2, 4, 5,
+                generator=torch_generator(114)))
     with pytest.raises(TypeError, match="out_features must be an Action"):
-        recover_attention_action(layer, act, torch.randn(2, 4, 3), out_features=torch.eye(3))
+        recover_attention_action(layer, act, torch.randn(2, 4, 3, generator=torch_generator(115)), out_features=torch.eye(3))
     with pytest.raises(ValueError, match="out_features must be an action of Z2 on R\\^3"):
-        recover_attention_action(layer, act, torch.randn(2, 4, 3), out_features=swap_features(act.group, 4))
+        recover_attention_action(layer, act, torch.randn(2, 4, 3, generator=torch_generator(116)),
+                                 out_features=swap_features(act.group, 4))
     with pytest.raises(ValueError, match="tol must be"):
-        recover_attention_action(layer, act, torch.randn(2, 4, 3), tol=0)
+        recover_attention_action(layer, act, torch.randn(2, 4, 3, generator=torch_generator(117)), tol=0)
     with pytest.raises(TypeError, match="x must be a torch.Tensor"):
         recover_attention_action(layer, act, np.zeros((2, 4, 3)))
 

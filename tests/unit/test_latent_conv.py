@@ -8,6 +8,7 @@ from eqlib.groups import cyclic
 from eqlib.latent.conv import (act_on_images, c4_channel_action, plant_c4_conv, recover_conv_actions,
                                rotate, transport_conv)
 from eqlib.models.convnet import SameConv, conv_net
+from eqlib.seeds import torch_generator
 
 C4 = cyclic(4)
 BLOCKS = [["trivial"], ["regular", "pair", "trivial", "sign"], ["regular", "regular"], ["trivial"]]
@@ -67,13 +68,13 @@ def test_recovery_with_channel_actions_on_input_and_output_and_depth_one():
     res = recover_conv_actions(p.model, x, p.rho_in, p.rho_out)
     assert res.equivariant and res.layerwise and res.homomorphism_error() == 0.0
     one = plant_c4_conv([["trivial"], ["regular"]], seed=2)
-    res1 = recover_conv_actions(one.model, torch.randn(4, 1, 7, 7), one.rho_in, one.rho_out)
+    res1 = recover_conv_actions(one.model, torch.randn(4, 1, 7, 7, generator=torch_generator(100)), one.rho_in, one.rho_out)
     assert res1.k == [] and res1.equivariant and res1.layerwise
 
 
 def test_random_net_is_reported_not_equivariant():
     net = conv_net([1, 8, 8, 1], 7, seed=0)
-    res = recover_conv_actions(net, torch.randn(8, 1, 7, 7))
+    res = recover_conv_actions(net, torch.randn(8, 1, 7, 7, generator=torch_generator(101)))
     assert not res.equivariant and not res.layerwise
     assert "NOT equivariant" in res.summary()
 
@@ -81,7 +82,7 @@ def test_random_net_is_reported_not_equivariant():
 def test_planted_layers_are_equivariant_before_hiding():
     p = plant_c4_conv(BLOCKS, hide=False, seed=5)
     acts = [c4_channel_action(b) for b in BLOCKS]
-    y = torch.randn(3, 1, 7, 7)
+    y = torch.randn(3, 1, 7, 7, generator=torch_generator(102))
     for i, layer in enumerate(p.model.layers):
         for g in C4:
             lhs = layer(act_on_images(g, acts[i], y))
@@ -92,15 +93,15 @@ def test_planted_layers_are_equivariant_before_hiding():
 def test_bad_inputs():
     net = conv_net([1, 4, 1], 5)
     with pytest.raises(ValueError, match="x must have shape"):
-        recover_conv_actions(net, torch.randn(3, 2, 5, 5))
+        recover_conv_actions(net, torch.randn(3, 2, 5, 5, generator=torch_generator(103)))
     with pytest.raises(TypeError, match="SameConv"):
-        recover_conv_actions(torch.nn.Linear(2, 2), torch.randn(3, 1, 5, 5))
+        recover_conv_actions(torch.nn.Linear(2, 2), torch.randn(3, 1, 5, 5, generator=torch_generator(104)))
     with pytest.raises(ValueError, match="rho_in"):
         transport_conv(net, C4[1], trivial(C4, 2))
     with pytest.raises(ValueError, match="square"):
-        rotate(torch.randn(2, 3, 4), C4[1])
+        rotate(torch.randn(2, 3, 4, generator=torch_generator(105)), C4[1])
     with pytest.raises(ValueError, match="cyclic"):
-        rotate(torch.randn(2, 4, 4), cyclic(3)[1])
+        rotate(torch.randn(2, 4, 4, generator=torch_generator(106)), cyclic(3)[1])
     with pytest.raises(ValueError, match="kernel"):
         SameConv(1, 2, 5, kernel=2)
     with pytest.raises(ValueError, match="activation"):
@@ -117,7 +118,7 @@ def test_plot_conv_filters_rows_agree_for_the_recovered_action():
     from eqlib.plots.attention import plot_conv_filters
 
     p = plant_c4_conv(BLOCKS, seed=0)
-    res = recover_conv_actions(p.model, torch.randn(4, 1, 7, 7), p.rho_in, p.rho_out)
+    res = recover_conv_actions(p.model, torch.randn(4, 1, 7, 7, generator=torch_generator(107)), p.rho_in, p.rho_out)
     (W_turned, _), *_ = transport_conv(p.model, C4[1], p.rho_in, p.rho_out)
     W = p.model.layers[0].weight.detach()
     fig = plot_conv_filters(W_turned, W, res.k[0]["r"], g_name="r")

@@ -6,6 +6,7 @@ import torch
 
 from eqlib.latent.generalized import pair_set_symmetries, relating_sequences, token_channel_candidates
 from eqlib.models.sets import DeepSetsLayer, pair_swap_parameters
+from eqlib.seeds import torch_generator
 
 
 def _swapped(layer):
@@ -66,4 +67,4 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="too many"):
         token_channel_candidates(6, 3)
     with pytest.raises(ValueError, match="candidate"):
-        relating_sequences([torch.tanh], [torch.tanh, torch.tanh], [], torch.randn(2, 2))
+        relating_sequences([torch.tanh], [torch.tanh, torch.tanh], [], torch.randn(2, 2, generator=torch_generator(100)))

@@ -30,7 +30,7 @@ def _check(res):
 def test_mlp_through_the_one_entry_point(seed):
     D4 = dihedral(4)
     rin, rout = image_dihedral((1, 4, 4)), trivial(D4, 3)
-    net, _ = plant_equivariant(D4, rin, rout, [16, 24, 16, 3], "tanh", seed=seed)
+    net, _ = plant_equivariant(D4, rin, rout, [16, 24, 16, 3], activation="tanh", seed=seed)
     for method in ("weights", "activations"):
         res = _check(latent_actions(net, rin, rout, method=method))
         assert isinstance(res, LatentActions) and res.ok, res.summary()
@@ -39,7 +39,7 @@ def test_mlp_through_the_one_entry_point(seed):
 
 def test_keyword_only_after_the_three_essentials():
     G = flip()
-    net, _ = plant_equivariant(G, mirror((1, 4, 4)), trivial(G, 3), [16, 12, 3], "tanh", seed=0)
+    net, _ = plant_equivariant(G, mirror((1, 4, 4)), trivial(G, 3), [16, 12, 3], activation="tanh", seed=0)
     with pytest.raises(TypeError):
         latent_actions(net, mirror((1, 4, 4)), trivial(G, 3), "weights")
 

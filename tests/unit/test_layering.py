@@ -37,14 +37,8 @@ LAYERS: list[tuple[str, ...]] = [
 ]
 RANK = {name: r for r, names in enumerate(LAYERS) for name in names}
 
-# The one tolerated upward edge, removed by moving CATEGORIES to eqlib.analysis (issue #12,
-# item 4): plots/filters.py imports CATEGORIES from experiments/cifar_mlp.py.
-KNOWN_CYCLE = ("plots.filters", "experiments.cifar_mlp")
-
-# Core layers (validation … latent) must not hide imports inside functions; the files
-# below still do and are listed here until their owners hoist the import (issue #12).
+# Core layers (validation … latent) must not hide imports inside functions.
 CORE = {name for names in LAYERS[:RANK["latent"] + 1] for name in names}
-LAZY_PENDING: set[str] = set()
 
 
 def _modules():
@@ -97,23 +91,20 @@ def test_every_module_has_a_layer():
 
 def test_no_module_imports_from_a_higher_or_equal_layer():
     bad = [f"{where}: {src} imports {dst}" for src, dst, where, _ in _edges()
-           if RANK[_top(dst)] >= RANK[_top(src)] and (src, dst) != KNOWN_CYCLE]
+           if RANK[_top(dst)] >= RANK[_top(src)]]
     assert not bad, "imports against the layering (lowest first: " + " → ".join(
         "/".join(l) for l in LAYERS) + "):\n" + "\n".join(bad)
 
 
 def test_plots_do_not_import_experiments():
     edges = [(s, d) for s, d, _, _ in _edges() if _top(s) == "plots" and _top(d) == "experiments"]
-    if edges == [KNOWN_CYCLE]:
-        pytest.xfail("known cycle plots/filters.py ↔ experiments/cifar_mlp.py (CATEGORIES); "
-                     "fixed by moving CATEGORIES to eqlib.analysis (issue #12, item 4)")
     assert not edges, f"plots import experiments: {edges}"
 
 
 def test_core_has_no_function_level_imports():
     """In the core layers a function-level import of eqlib can only hide a cycle."""
     bad = [f"{where}: {src} imports {dst} inside a function" for src, dst, where, lazy in _edges()
-           if lazy and _top(src) in CORE and src not in LAZY_PENDING]
+           if lazy and _top(src) in CORE]
     assert not bad, "\n".join(bad)
 
 
@@ -214,14 +205,10 @@ def test_contributing_table():
     assert table == LAYERS, f"CONTRIBUTING.md's table {table} differs from {LAYERS}"
 
 
-# Files that still cite a document outside the repository, owned by other work of issue #12.
-CITES_PENDING: set[str] = set()
-
-
 def test_nothing_cites_files_outside_the_repository():
     pattern = re.compile(r"THEORY\.md|DESIGN\.md|ANCHORS\.md|\.\./shared")
     files = [p for p in ROOT.rglob("*") if p.suffix in {".py", ".md", ".ipynb", ".yml", ".toml", ".txt", ".cfg"}
              and p.is_file() and not {".git", "_build", ".ipynb_checkpoints"} & set(p.parts)]
     bad = [str(p.relative_to(ROOT)) for p in files if p.resolve() != pathlib.Path(__file__).resolve()
-           and str(p.relative_to(ROOT)) not in CITES_PENDING and pattern.search(p.read_text(errors="ignore"))]
+           and pattern.search(p.read_text(errors="ignore"))]
     assert not bad, f"files citing documents outside the repository: {bad}"

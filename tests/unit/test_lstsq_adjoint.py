@@ -17,8 +17,8 @@ def test_adjoint_features_match_permuted_inputs(seed, layers):
     G, act = flip(), mirror((3, 8, 8), "horizontal")
     net = MLP([192, 16, 8, 4], activations=["tanh", "gelu"], seed=seed)
     for g in G:
-        fast = paired_features(net.prefix(layers), act, g, 500, seed, chunk_size=128)
-        slow = paired_features(net.prefix(layers), act, g, 500, seed, chunk_size=128,
+        fast = paired_features(net.prefix(layers), act, g, 500, seed=seed, chunk_size=128)
+        slow = paired_features(net.prefix(layers), act, g, 500, seed=seed, chunk_size=128,
                                use_adjoint=False)
         for a, b in zip(fast, slow):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
@@ -34,6 +34,7 @@ def test_adjoint_features_match_permuted_inputs(seed, layers):
 from eqlib.latent import linear_equivariance_error, plant_equivariant  # noqa: E402
 from eqlib.latent.lstsq import SAMPLINGS, row_space_factor  # noqa: E402
 from eqlib.actions import trivial  # noqa: E402
+from eqlib.seeds import torch_generator
 
 
 def _stacked(net, act, g):
@@ -85,7 +86,7 @@ def test_row_space_draws_have_the_law_of_M_y(seed):
     equivariant layer: W ρ(g) = P W); a 5% change of scale is detected."""
     G = flip()
     rin = mirror((3, 4, 4))
-    net, _ = plant_equivariant(G, rin, trivial(G, 2), [48, 8, 2], "tanh", seed=seed)
+    net, _ = plant_equivariant(G, rin, trivial(G, 2), [48, 8, 2], activation="tanh", seed=seed)
     M = _stacked(net, rin, G["m"])
     assert torch.linalg.matrix_rank(M) == 8 < M.shape[0]  # rank-deficient on purpose
     gen = torch.Generator().manual_seed(seed)
@@ -109,7 +110,7 @@ def test_row_space_features_have_the_same_law(seed, layers):
     n = 30_000
 
     def both(sampling, scale, seed_):
-        F, Fg = paired_features(net.prefix(layers), act, g, n, seed_, scale, chunk_size=4096,
+        F, Fg = paired_features(net.prefix(layers), act, g, n, seed=seed_, noise_scale=scale, chunk_size=4096,
                                 sampling=sampling)
         return torch.cat([F, Fg], 1)
 
@@ -124,7 +125,7 @@ def test_row_space_fits_agree_up_to_sampling_error():
     samplings; a random layer's median error is the same to a few percent."""
     G = flip()
     rin = mirror((3, 8, 8))
-    planted, _ = plant_equivariant(G, rin, trivial(G, 2), [192, 24, 2], "tanh", seed=0)
+    planted, _ = plant_equivariant(G, rin, trivial(G, 2), [192, 24, 2], activation="tanh", seed=0)
     for sampling in SAMPLINGS:
         fit = linear_equivariance_error(planted.prefix(1), rin, G["m"], 6000, solver="normal",
                                         sampling=sampling)
@@ -142,14 +143,14 @@ def test_auto_sampling_rule_and_bad_inputs():
     wide = MLP([192, 128, 4], seed=0)  # 2d = 256 ≥ D: auto is the inputs
     m = G["m"]
     for net, same_as in ((narrow, "row_space"), (wide, "inputs")):
-        auto = paired_features(net.prefix(1), act, m, 300, 1, sampling="auto")
-        ref = paired_features(net.prefix(1), act, m, 300, 1, sampling=same_as)
+        auto = paired_features(net.prefix(1), act, m, 300, seed=1, sampling="auto")
+        ref = paired_features(net.prefix(1), act, m, 300, seed=1, sampling=same_as)
         for a, b in zip(auto, ref):
             assert torch.equal(a, b)
     # row space on a wide layer is still exact in law (r = D), just not faster
-    F, Fg = paired_features(wide.prefix(1), act, m, 300, 1, sampling="row_space")
+    F, Fg = paired_features(wide.prefix(1), act, m, 300, seed=1, sampling="row_space")
     assert F.shape == Fg.shape == (300, 128)
-    y = torch.randn(50, 192)
+    y = torch.randn(50, 192, generator=torch_generator(100))
     given = paired_features(narrow.prefix(1), act, m, y, sampling="auto")  # given samples: inputs
     torch.testing.assert_close(given[0], narrow.prefix(1)(y))
     with pytest.raises(ValueError, match="row_space.*samples are given"):
@@ -172,8 +173,8 @@ def test_adjoint_path_without_bias_and_every_activation(activation):
     G, act = flip(), mirror((3, 8, 8))
     for bias in (True, False):
         net = MLP([192, 12, 4], activations=[activation, "identity"], bias=bias, seed=1)
-        fast = paired_features(net.prefix(1), act, G["m"], 700, 2, 1.3, chunk_size=256)
-        slow = paired_features(net.prefix(1), act, G["m"], 700, 2, 1.3, chunk_size=256,
+        fast = paired_features(net.prefix(1), act, G["m"], 700, seed=2, noise_scale=1.3, chunk_size=256)
+        slow = paired_features(net.prefix(1), act, G["m"], 700, seed=2, noise_scale=1.3, chunk_size=256,
                                use_adjoint=False)
         for a, b in zip(fast, slow):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
@@ -186,7 +187,7 @@ def test_latent_actions_passes_the_sampling_through():
     from eqlib.latent import latent_actions, plant_equivariant
     G = flip()
     rin, rout = mirror((1, 4, 8)), trivial(G, 3)
-    net, _ = plant_equivariant(G, rin, rout, [32, 8, 8, 3], "tanh", seed=0)
+    net, _ = plant_equivariant(G, rin, rout, [32, 8, 8, 3], activation="tanh", seed=0)
     for sampling in ("inputs", "row_space", "auto"):
         assert latent_actions(net, rin, rout, method="lstsq", samples=4000, sampling=sampling).ok
     with pytest.raises(ValueError, match="sampling"):

@@ -18,18 +18,10 @@ MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 120
 
 # Modules still over MAX_MODULE_LINES (paths relative to eqlib/).
-PENDING_MODULES: set[str] = {
-    # images move to eqlib/images.py and the one training loop replaces two (issue #24, items 1-2;
-    # owned by other changes)
-    "train.py",
-}
+PENDING_MODULES: set[str] = set()
 
 # Functions still over MAX_FUNCTION_LINES, as "path:qualified name" (path relative to eqlib/).
-PENDING_FUNCTIONS: set[str] = {
-    # not split yet: the dispatch of the recovery methods, the probe sampling
-    "latent/core.py:latent_actions",
-    "latent/lstsq.py:paired_features",
-}
+PENDING_FUNCTIONS: set[str] = set()
 
 
 def _functions(tree: ast.AST, prefix: str = ""):

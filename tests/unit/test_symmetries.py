@@ -6,6 +6,7 @@ from eqlib.models import MLP, AttentionNetwork, MultiHeadAttention
 from eqlib.symmetries import (KINDS, AttentionSymmetry, SymmetryElement, SymmetryGroup, act_on_layer,
                               apply_attention_symmetry, apply_symmetry, intertwines, intertwining_error,
                               layer_symmetry_groups, sample_attention_symmetry, symmetry_group)
+from eqlib.seeds import torch_generator
 
 ACTS = ["tanh", "relu", "gelu", "sigmoid", "identity"]
 
@@ -17,11 +18,11 @@ def test_element_algebra_matches_matrices(kind):
     torch.testing.assert_close((a @ b).matrix(), a.matrix() @ b.matrix())
     torch.testing.assert_close(a.inverse().matrix(), torch.linalg.inv(a.matrix()))
     torch.testing.assert_close((a @ ~a).matrix(), torch.eye(7))
-    z = torch.randn(4, 3, 7)
+    z = torch.randn(4, 3, 7, generator=torch_generator(100))
     torch.testing.assert_close(a.act(z), z @ a.matrix().T)
-    W = torch.randn(7, 5)
+    W = torch.randn(7, 5, generator=torch_generator(101))
     torch.testing.assert_close(a.left(W), a.matrix() @ W)
-    V = torch.randn(5, 7)
+    V = torch.randn(5, 7, generator=torch_generator(102))
     torch.testing.assert_close(a.right_inverse(V), V @ torch.linalg.inv(a.matrix()), atol=1e-5, rtol=1e-5)
     assert SymmetryElement.from_matrix(a.matrix()).allclose(a)
     assert K.contains(a) and K.contains(a @ b) and K.contains(a.inverse(), tol=1e-5)
@@ -119,7 +120,7 @@ def test_apply_symmetry_rejects_wrong_elements():
     with pytest.raises(TypeError, match="MLP"):
         apply_symmetry(torch.nn.Linear(2, 2), [])
     # without the check, the function really changes
-    x = torch.randn(32, 3)
+    x = torch.randn(32, 3, generator=torch_generator(103))
     with torch.no_grad():
         assert (apply_symmetry(net, [signed], check=False)(x) - net(x)).abs().max() > 1e-3
 
@@ -128,7 +129,7 @@ def test_act_on_layer_and_groups_of_model():
     net = MLP([4, 5, 6, 2], ["tanh", "relu"], seed=0)
     assert [K.kind for K in layer_symmetry_groups(net)] == ["signed_permutation", "scaled_permutation"]
     assert [K.dim for K in layer_symmetry_groups(net)] == [5, 6]
-    W, b = torch.randn(5, 4), torch.randn(5)
+    W, b = torch.randn(5, 4, generator=torch_generator(104)), torch.randn(5, generator=torch_generator(105))
     k = SymmetryGroup("signed_permutation", 5).sample(0)
     W2, b2 = act_on_layer(W, b, k_out=k)
     torch.testing.assert_close(W2, k.matrix() @ W)
@@ -141,7 +142,7 @@ def test_attention_symmetry_keeps_layer_function():
     layer = MultiHeadAttention(n_tokens=5, d_in=8, d_out=6, heads=4, d_k=3, d_v=2, positional=True, seed=1)
     e = sample_attention_symmetry(layer, seed=4)
     new = apply_attention_symmetry(layer, e)
-    x = torch.randn(7, 5, 8)
+    x = torch.randn(7, 5, 8, generator=torch_generator(106))
     with torch.no_grad():
         torch.testing.assert_close(new(x), layer(x), atol=1e-5, rtol=1e-4)
         # head h of the new layer is head perm[h] of the old one
@@ -155,7 +156,7 @@ def test_attention_symmetry_on_networks_and_errors():
     net = AttentionNetwork(n_tokens=4, dims=[6, 8, 4], heads=2, seed=0)
     es = [sample_attention_symmetry(layer, seed=i) for i, layer in enumerate(net.layers)]
     new = apply_attention_symmetry(net, es)
-    x = torch.randn(3, 4, 6)
+    x = torch.randn(3, 4, 6, generator=torch_generator(107))
     with torch.no_grad():
         torch.testing.assert_close(new(x), net(x), atol=1e-5, rtol=1e-4)
     with pytest.raises(ValueError, match="one AttentionSymmetry per layer"):

@@ -19,6 +19,7 @@ from eqlib.images import prepare_images
 from eqlib.models import MLP
 from eqlib.train import TrainConfig, evaluate_accuracy, image_preset, train
 from eqlib.validation import check_tensor
+from eqlib.seeds import torch_generator
 
 FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 INTS = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
@@ -64,7 +65,7 @@ def test_models_refuse_meta_tensors_clearly():
 def test_models_take_any_float_precision(dtype):
     """float16 / bfloat16 / float64 inputs gave a dtype-mismatch RuntimeError in F.linear."""
     net = MLP([4, 3, 2], seed=0)
-    x = torch.rand(5, 4)
+    x = torch.rand(5, 4, generator=torch_generator(100))
     out = net(x.to(dtype))
     assert out.dtype == torch.float32
     torch.testing.assert_close(out, net(x.to(dtype).float()))
@@ -82,7 +83,7 @@ def test_models_refuse_integer_inputs_with_a_type_error(dtype):
 def test_models_give_the_same_result_for_any_layout(n, transpose, step, grad, dtype):
     """Batch of 1, non-contiguous views, requires_grad, other precisions: the same numbers."""
     net = MLP([4, 3, 2], seed=0).double()
-    base = torch.rand(n, 4, dtype=torch.float64)
+    base = torch.rand(n, 4, dtype=torch.float64, generator=torch_generator(101))
     x = base.t().contiguous().t() if transpose else base
     big = torch.zeros(n * step, 4, dtype=torch.float64)
     big[::step] = x
@@ -265,9 +266,9 @@ def test_symmetry_elements_check_scales_and_weights():
         SymmetryElement({0, 1, 2})
     k = SymmetryElement([1, 0, 2], [1.0, 2.0, 0.5])
     with pytest.raises(ValueError, match="weight must have 3 rows"):
-        k.left(torch.rand(4, 2))
+        k.left(torch.rand(4, 2, generator=torch_generator(102)))
     with pytest.raises(ValueError, match=r"weight must have shape \(m, 3\)"):
-        k.right(torch.rand(2, 4))
+        k.right(torch.rand(2, 4, generator=torch_generator(103)))
     W = torch.ones(2, 3, dtype=torch.long)
     torch.testing.assert_close(k.right(W), k.right(W.float()))
     assert k.right(W).is_floating_point()
@@ -288,7 +289,7 @@ def test_attention_layers_gate_their_input(bad, exc, match):
 def test_attention_layers_take_float64():
     from eqlib.models import MultiHeadAttention
     layer = MultiHeadAttention(4, 3, 3, 2, seed=0)
-    x = torch.rand(2, 4, 3)
+    x = torch.rand(2, 4, 3, generator=torch_generator(104))
     torch.testing.assert_close(layer(x.double()), layer(x))
 
 
@@ -296,11 +297,12 @@ def test_models_check_the_input_shape():
     """A VGG took images of the wrong size; an MLP failed in F.linear on the wrong width."""
     from eqlib.models.cnn import VGG
     with pytest.raises(ValueError, match=r"x must have shape \(N, 3, 8, 8\)"):
-        VGG([4, "M", 4], image_size=8, num_classes=3)(torch.rand(2, 3, 6, 6))
+        VGG([4, "M", 4], image_size=8, num_classes=3)(torch.rand(2, 3, 6, 6, generator=torch_generator(105)))
     with pytest.raises(ValueError, match=r"x must have shape \(N, 3\)"):
-        MLP([3, 4, 3])(torch.rand(2, 5))
+        MLP([3, 4, 3])(torch.rand(2, 5, generator=torch_generator(106)))
     net = MLP([12, 4, 3])
-    torch.testing.assert_close(net(torch.rand(2, 3, 2, 2)).shape, torch.Size([2, 3]))  # images are flattened
+    torch.testing.assert_close(net(torch.rand(2, 3, 2, 2, generator=torch_generator(107))).shape, torch.Size([2,
+            3]))  # images are flattened
 
 
 def test_reduce_works_on_float64_networks():
@@ -308,7 +310,7 @@ def test_reduce_works_on_float64_networks():
     from eqlib.submodels import plant_degenerate, reduce
     net = plant_degenerate(MLP([3, 6, 3], seed=1), n_clones=1).double()
     red = reduce(net)
-    errs = red.diagram_errors(torch.rand(5, 3, dtype=torch.float64))
+    errs = red.diagram_errors(torch.rand(5, 3, dtype=torch.float64, generator=torch_generator(108)))
     assert max(errs.values()) < 1e-12
     assert torch.get_default_dtype() == torch.float32
 
@@ -366,7 +368,7 @@ def _audit_cases():
     c3 = groups.cyclic(3)
     reg3 = actions.regular(c3)
     net = MLP([3, 4, 3], seed=0)
-    x3 = torch.rand(5, 3)
+    x3 = torch.rand(5, 3, generator=torch_generator(109))
     vgg = VGG([4, "M", 4], image_size=8, num_classes=3, seed=0)
     planted = lambda: lconv.plant_c4_conv([["trivial"], ["regular"]]).model  # noqa: E731
     img = torch.randint(0, 256, (4, 1, 8, 8), dtype=torch.uint8)
@@ -375,24 +377,27 @@ def _audit_cases():
         (ValueError, r"x must be images \(\.\.\., C, H, W\)", lambda: images.mirror_images(torch.zeros(5))),
         (ValueError, r"fx must have shape \(\.\.\., 3\)", lambda: actions.equivariance_residual(
             net, reg3, reg3, x3, c3.elements[1], fx=torch.zeros(2, 2))),
-        (ValueError, r"x must have shape \(N, 3, 8, 8\) \(a batch", lambda: vgg(torch.rand(3, 8, 8))),
+        (ValueError, r"x must have shape \(N, 3, 8, 8\) \(a batch", lambda: vgg(torch.rand(3, 8, 8,
+                generator=torch_generator(110)))),
         (TypeError, "x must be a floating-point tensor", lambda: lconv.recover_conv_actions(
             planted(), torch.ones(2, 1, 7, 7, dtype=torch.long))),
         (ValueError, "features_transformed must have the shape of features", lambda: lstsq.fit_linear_action(
-            torch.rand(10, 3), torch.rand(9, 3))),
+            torch.rand(10, 3, generator=torch_generator(111)), torch.rand(9, 3, generator=torch_generator(112)))),
         (ValueError, "features must have enough rows", lambda: lstsq.fit_linear_action(
-            torch.rand(0, 3), torch.rand(0, 3))),
+            torch.rand(0, 3, generator=torch_generator(113)), torch.rand(0, 3, generator=torch_generator(114)))),
         (ValueError, "X must have rows of length 3", lambda: lstsq.relative_errors(
-            torch.eye(3), torch.rand(4, 2), torch.rand(4, 3))),
+            torch.eye(3), torch.rand(4, 2, generator=torch_generator(115)), torch.rand(4, 3,
+                    generator=torch_generator(116)))),
         (ValueError, r"Y must have shape \(4, 3\)", lambda: lstsq.relative_errors(
-            torch.eye(3), torch.rand(4, 3), torch.rand(4, 2))),
+            torch.eye(3), torch.rand(4, 3, generator=torch_generator(117)), torch.rand(4, 2,
+                    generator=torch_generator(118)))),
         (TypeError, "A must be a floating-point tensor", lambda: units.match_units(
             torch.ones(3, 4, dtype=torch.long), torch.ones(3, 4, dtype=torch.long))),
-        (ValueError, r"hidden must hold 1 action\(s\)", lambda: lres.layer_errors(net, reg3, reg3, [], x3)),
+        (ValueError, r"hidden must hold 1 action\(s\)", lambda: lres.layer_errors(net, reg3, reg3, [], x=x3)),
         (TypeError, "x must be a floating-point tensor", lambda: lres.layer_errors(
-            net, reg3, reg3, [reg3], torch.ones(2, 3, dtype=torch.long))),
+            net, reg3, reg3, [reg3], x=torch.ones(2, 3, dtype=torch.long))),
         (ValueError, "maps_gx must have the shape of maps_x", lambda: latt.recover_token_permutation(
-            torch.rand(2, 4, 4), torch.rand(2, 3, 3))),
+            torch.rand(2, 4, 4, generator=torch_generator(119)), torch.rand(2, 3, 3, generator=torch_generator(120)))),
         (ValueError, r"images have 1 channel\(s\) .* but mean holds 3 numbers", lambda: prepare_images(img)),
         (ValueError, r"images have 1 channel\(s\) .* but std holds 3 numbers", lambda: prepare_images(
             img, mean=(0.5,))),
@@ -413,7 +418,7 @@ def test_the_new_gates_keep_legitimate_calls():
     images with 1-channel mean/std (uint8 and float give the same result)."""
     from eqlib.models.cnn import VGG
     vgg = VGG([4, "M", 4], image_size=8, num_classes=3, seed=0).eval()
-    x = torch.rand(3, 8, 8)
+    x = torch.rand(3, 8, 8, generator=torch_generator(121))
     assert vgg(x.unsqueeze(0)).shape == (1, 3)
     img = torch.randint(0, 256, (4, 1, 8, 8), dtype=torch.uint8)
     a = prepare_images(img, mean=(0.5,), std=(0.25,))

@@ -111,7 +111,7 @@ def sym_el(seed, d):
 
 def planted_mirror(seed):
     rin, rout = images_mod.mirror((1, 2, 2)), actions.trivial(Z2, 2)
-    net, _ = latent.plant_equivariant(Z2, rin, rout, [4, 6, 2], "tanh", seed=seed % 7)
+    net, _ = latent.plant_equivariant(Z2, rin, rout, [4, 6, 2], activation="tanh", seed=seed % 7)
     return net, rin, rout
 
 
@@ -197,7 +197,6 @@ ENTRIES: list[Entry] = [
     E(cnn.PoolHead.forward, lambda n, s: (seeded(s, lambda: cnn.PoolHead(4, 2, 3)).forward,
                                       {"x": rn(s, n, 4, 2, 2)}), "x"),
     E(cnn.VGG.check_input, lambda n, s: (vgg(s).check_input, {"x": rn(s, n, 3, 8, 8)}), "x"),
-    E(cnn.VGG.preactivations, lambda n, s: (vgg(s).eval().preactivations, {"x": rn(s, n, 3, 8, 8)}), "x"),
     E(cnn.mirror_invariance_error, lambda n, s: (cnn.mirror_invariance_error,
                                                  {"model": vgg(s), "x": rn(s, n + 1, 3, 8, 8)}), "x"),
     E(equivariant.IntertwinerProjection.__init__, lambda n, s: (
@@ -211,6 +210,8 @@ ENTRIES: list[Entry] = [
                                                    {"x": rn(s, n, 3)}), "x"),
     E(EquivariantDense.forward, lambda n, s: (EquivariantDense(REG3, REG3, "tanh", seed=s % 97).forward,
                                              {"x": rn(s, n, 3)}), "x"),
+    E(mbase.EquivariantLayer.check_equivariance, lambda n, s: (
+        EquivariantDense(REG3, REG3, "tanh", seed=s % 97).check_equivariance, {"x": rn(s, n, 3)}), "x"),
     E(Dense.preactivation, lambda n, s: (Dense(4, 3, "tanh", seed=s % 97).preactivation, {"x": rn(s, n, 4)}), "x"),
     E(Dense.forward, lambda n, s: (Dense(4, 3, "tanh", seed=s % 97).forward, {"x": rn(s, n, 4)}), "x"),
     E(mlp.FlatModel.forward, lambda n, s: (MLP([4, 5, 3], seed=s % 97).forward, {"x": rn(s, n, 4)}), "x"),

@@ -19,6 +19,7 @@ from ...groups import GroupElement
 from ...models.attention import MultiHeadAttention
 from ...models.base import Model
 from ...symmetries import apply_attention_symmetry, random_invertible, sample_attention_symmetry
+from ...seeds import spawn, torch_generator
 from ...validation import check_bool, check_float
 from .tokens import ByElement, TokenAction, _permutation_homomorphism_error
 
@@ -54,7 +55,7 @@ def hide_attention_network(net: Model, seed: int = 0, log_scale: float = 0.5,
     layers = list(net.layers) if isinstance(net, Model) else None
     if not layers or not all(isinstance(l, MultiHeadAttention) for l in layers):
         raise TypeError("net must be a Model whose layers are all MultiHeadAttention layers")
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch_generator(seed)
     new = [apply_attention_symmetry(l, sample_attention_symmetry(l, seed=gen)) if heads else copy.deepcopy(l)
            for l in layers]
     Ms = []
@@ -117,7 +118,7 @@ def _most_rank(*candidates: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
     return candidates[int(np.argmax(ranks))]
 
 
-def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray | dict, d_out: int | None = None,
+def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray | dict, *, d_out: int | None = None,
                                 out_features: Action | None = None, d_k: int = 4, d_v: int = 4,
                                 positional: bool = True, hide: bool = True, seed: int = 0) -> PlantedAttention:
     """An attention layer that is G-equivariant with a chosen head permutation, then hidden.
@@ -166,7 +167,7 @@ def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray |
         out_features = action_in.feature_action
     if out_features is not None and (out_features.dim != d_out or out_features.group != G):
         raise ValueError(f"out_features must be an action of {G.name} on R^{d_out}")
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch_generator(seed)
     layer = MultiHeadAttention(n, d_in, d_out, H, d_k, d_v, positional, gen)
     R = {g.index: action_in.feature_matrix(g) for g in G}
     Rit = {i: torch.linalg.inv(m).T for i, m in R.items()}
@@ -208,7 +209,7 @@ def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray |
             layer.P.copy_(sum(action_in.permute_tokens(g, P0) @ R[g.index].T for g in G) / G.order)
     planted = {g: tau[g.index].copy() for g in G}
     if hide:
-        sym = sample_attention_symmetry(layer, seed=int(seed) + 1)
+        sym = sample_attention_symmetry(layer, seed=spawn(seed, "hiding symmetry"))
         layer = apply_attention_symmetry(layer, sym)
         new_from_old = sym.perm.numpy()  # new head h is old head new_from_old[h]
         slot = np.argsort(new_from_old)  # old head h sits in slot[h]

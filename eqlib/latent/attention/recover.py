@@ -21,6 +21,7 @@ from ...actions import Action, MatrixAction, equivariance_residual
 from ...groups import FiniteGroup, GroupElement
 from ...models.attention import AttentionNetwork, MultiHeadAttention
 from ...models.base import Model
+from ...seeds import torch_generator
 from ...validation import check_float, check_tensor, show
 from .tokens import ByElement, TokenAction, _permutation_homomorphism_error
 
@@ -38,7 +39,7 @@ def _layer(model: MultiHeadAttention | AttentionNetwork) -> MultiHeadAttention:
         if model.depth != 1:
             raise ValueError(f"head matching works layer by layer; pass one layer (this network has depth {model.depth})")
         return model.layers[0]
-    raise ValueError(f"expected a MultiHeadAttention layer or an AttentionNetwork, got {type(model).__name__}")
+    raise TypeError(f"model must be a MultiHeadAttention layer or an AttentionNetwork, got {type(model).__name__}")
 
 
 def _check_token_action(layer: MultiHeadAttention, action_in: object) -> TokenAction:
@@ -222,7 +223,7 @@ def _fit_partner_basis(W1: Tensor, W1g: Tensor, W2: Tensor, W2g: Tensor, rcond: 
     keep = s > rcond * s.flatten(1).max(dim=1).values[:, None, None]
     Ct = torch.where(keep, Rt / torch.where(keep, D, torch.ones_like(D)), torch.zeros_like(D))
     C = V1 @ Ct @ V2h
-    gen = torch.Generator().manual_seed(0)
+    gen = torch_generator(0)
     for h in range(H):
         if bool(keep[h].all()):
             continue
@@ -252,7 +253,7 @@ def _fit_partner_basis_dense(W1: Tensor, W1g: Tensor, W2: Tensor, W2g: Tensor, r
     rhs = torch.cat([W1g.reshape(H, -1) / w1[..., 0], W2.reshape(H, -1) / w2[..., 0]], dim=1)
     U, s, Vh = torch.linalg.svd(M, full_matrices=M.shape[1] < d * d)
     U = U[..., :s.shape[-1]]
-    gen = torch.Generator().manual_seed(0)
+    gen = torch_generator(0)
     Cs = []
     for h in range(H):
         keep = s[h] > rcond * s[h, 0]
@@ -501,7 +502,7 @@ class AttentionLatentAction:
 
 
 def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, action_in: TokenAction, x: Tensor,
-                             out_features: Action | None = None, tol: float = 1e-4) -> AttentionLatentAction:
+                             *, out_features: Action | None = None, tol: float = 1e-4) -> AttentionLatentAction:
     """Recover the latent action of G on an attention layer (the theorem's proof for attention).
 
     For every g: transport θ by the adjunction, match heads by their products (τ_g),
@@ -593,7 +594,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
     return res
 
 
-def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, out_features: Action | None = None,
+def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, *, out_features: Action | None = None,
                               tol: float = 1e-4) -> list[AttentionLatentAction]:
     """Layer-by-layer latent actions of a stack of attention layers.
 
@@ -649,7 +650,7 @@ def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, out
                     sol = torch.linalg.lstsq(y.reshape(-1, d), target.reshape(-1, d), driver="gelsd").solution
                     mats.append(sol.T)
                 feat = MatrixAction(G, torch.stack(mats))
-            results.append(recover_attention_action(layer, act, h, feat, tol))
+            results.append(recover_attention_action(layer, act, h, out_features=feat, tol=tol))
             h = layer(h)
             act = TokenAction(G, feat, token_perms=action_in.perms)
     return results

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from ...actions import Action, PermutationAction, check_homomorphism
+from ...actions.base import _check_group
 from ...groups import FiniteGroup, GroupElement, flip
 from ...validation import check_int, check_shape, check_tensor
 from ..result import MonomialAction
@@ -85,6 +86,9 @@ class TokenAction(Action):
 
     def __init__(self, group: FiniteGroup, feature_action: Action | None = None, token_dim: int | None = None,
                  token_perms: np.ndarray | None = None):
+        _check_group(group)
+        if feature_action is not None and not isinstance(feature_action, Action):
+            raise TypeError(f"feature_action must be an Action of {group.name} or None, got {feature_action!r:.80}")
         perms = token_perms if token_perms is not None else getattr(group, "permutations", None)
         if perms is None:
             raise ValueError(f"{group.name} carries no token permutations; pass token_perms of shape (|G|, n)")
@@ -133,7 +137,8 @@ class TokenAction(Action):
         if tuple(x.shape[-2:]) != self.shape:
             if x.shape[-1] == self.dim:  # flat vectors (as Action.matrix uses)
                 return self.act(g, x.reshape(*x.shape[:-1], *self.shape)).reshape(x.shape)
-            raise ValueError(f"TokenAction acts on (..., {self.n_tokens}, {self.token_dim}), got {tuple(x.shape)}")
+            raise ValueError(f"x must have shape (..., {self.n_tokens}, {self.token_dim}) (tokens, features) "
+                             f"or (..., {self.dim}), got {tuple(x.shape)}")
         y = self.permute_tokens(g, x)
         if self.feature_action is not None:
             y = self.feature_action.act(g, y)
