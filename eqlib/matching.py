@@ -23,14 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
 from torch import nn
 from torch.optim.swa_utils import update_bn
 
 from .models.attention import AttentionNetwork, MultiHeadAttention
 from .models.cnn import VGG, MirrorGCNN, conv_layers
 from .models.mlp import MLP
-from .symmetries import SymmetryElement
+from .symmetries import SymmetryElement, best_assignment
 from .seeds import torch_generator
 from .validation import check_bool, check_finite, check_float, check_int, check_tensor, show
 
@@ -397,7 +396,7 @@ def match_activations(model_a: VGG, model_b: VGG, images: torch.Tensor, *, batch
 
     For every conv layer, maximise the summed Pearson correlation (from
     :func:`channel_correlations`) over permutations with
-    ``scipy.optimize.linear_sum_assignment(maximize=True)``. Layers are matched
+    an exact assignment (``best_assignment`` of eqlib.symmetries). Layers are matched
     independently (correlations do not depend on how earlier layers are permuted).
 
     Returns:
@@ -413,8 +412,7 @@ def match_activations(model_a: VGG, model_b: VGG, images: torch.Tensor, *, batch
     corrs = channel_correlations(model_a, model_b, images, batch_size)
     perms, matched = {}, []
     for name, c in zip(spec.names, corrs):
-        rows, cols = linear_sum_assignment(c.numpy(), maximize=True)
-        p = torch.as_tensor(cols[np.argsort(rows)], dtype=torch.long)
+        p = best_assignment(c)
         perms[name] = p
         matched.append(c[:, p])
     return (perms, matched) if return_correlations else perms

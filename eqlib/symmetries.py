@@ -37,6 +37,7 @@ from .validation import check_bool, check_float, check_int, check_sequence, chec
 
 __all__ = [
     "KINDS",
+    "best_assignment",
     "SymmetryElement",
     "SymmetryGroup",
     "symmetry_group",
@@ -58,6 +59,30 @@ KINDS = ("permutation", "signed_permutation", "scaled_permutation", "nonzero_sca
 
 
 _generator = torch_generator  # the one seed helper: seed=None means DEFAULT_SEED
+
+
+
+def best_assignment(score: torch.Tensor, *, maximize: bool = True) -> torch.Tensor:
+    """The permutation ``p`` (a long tensor) maximising (or, with ``maximize=False``,
+    minimising) ``Σ_i score[i, p[i]]`` over a square score matrix: the one call of
+    ``scipy.optimize.linear_sum_assignment`` in eqlib (Hungarian algorithm, exact; scores
+    copied to the CPU in float64).
+
+    Examples:
+        >>> best_assignment(torch.tensor([[0.1, 0.9], [0.8, 0.2]])).tolist()
+        [1, 0]
+        >>> best_assignment(torch.tensor([[0.1, 0.9], [0.8, 0.2]]), maximize=False).tolist()
+        [0, 1]
+
+    Chapter: *Parameter symmetries* (matching units); used for channel and head matching
+    in *ReLU CNNs and GCNNs* and *Attention*.
+    """
+    check_tensor("score", score, ndim=2, dtype="real", finite=True)
+    check_bool("maximize", maximize)
+    if score.shape[0] != score.shape[1]:
+        raise ValueError(f"score must be a square matrix, got shape {tuple(score.shape)}")
+    rows, cols = linear_sum_assignment(score.detach().double().cpu().numpy(), maximize=maximize)
+    return torch.as_tensor(cols[np.argsort(rows)], dtype=torch.long)
 
 
 class SymmetryElement:
@@ -343,8 +368,7 @@ class SymmetryGroup:
             raise ValueError("the matrix holds NaN or inf")
         gain = {"permutation": m, "signed_permutation": m.abs(), "scaled_permutation": m.clamp_min(0) ** 2,
                 "nonzero_scaled_permutation": m ** 2}[self.kind]
-        rows, cols = linear_sum_assignment(gain.double().numpy(), maximize=True)
-        perm = torch.as_tensor(cols[np.argsort(rows)], dtype=torch.long)
+        perm = best_assignment(gain)
         matched = m[torch.arange(self.dim), perm]
         if self.kind == "permutation":
             scale = torch.ones(self.dim)

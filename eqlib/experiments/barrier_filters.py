@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from ..models.cnn import VGG, conv_layers
+from ..symmetries import best_assignment
 from ..validation import check_tensor
 
 __all__ = ["filter_distance", "gcnn_filter_distance", "normalize_kernels", "min_scaled_filter_distance",
@@ -127,7 +128,6 @@ def min_scaled_filter_distance(model: VGG, start: dict[str, torch.Tensor] | None
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
-    from scipy.optimize import linear_sum_assignment
 
     ws = [normalize_kernels(layer.conv.weight) for layer in conv_layers(model)]
     names = [f"conv{i}" for i in range(len(ws))]
@@ -147,8 +147,7 @@ def min_scaled_filter_distance(model: VGG, start: dict[str, torch.Tensor] | None
                 nxt = ws[i + 1]
                 g = nxt.flip(-1)[perms[i + 1]]
                 score = score + torch.einsum("ocxy,oqxy->cq", nxt, g) / sizes[i + 1]
-            rows, cols = linear_sum_assignment(score.numpy(), maximize=True)
-            new = torch.as_tensor(cols[np.argsort(rows)]).long()
+            new = best_assignment(score)
             cur = float(score[torch.arange(len(new)), perms[i]].sum())
             if float(score[torch.arange(len(new)), new].sum()) > cur + 1e-12:
                 perms[i], changed = new, True

@@ -217,9 +217,6 @@ def run(budget: str | None = None, device: str | None = None, out: str | Path | 
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
-    import matplotlib
-    if out is not None:
-        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     t_start = time.perf_counter()

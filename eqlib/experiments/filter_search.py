@@ -601,8 +601,6 @@ def run_search(s: SearchSettings, out: Path, options: protocol.RunOptions, stem:
 
     Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
-    import matplotlib
-    matplotlib.use("Agg")
     variants = _variants(options.flags.get("variants"))
     tr, te = load_search_data(options.data, download=options.download)
     found, figures = search_record(tr, te, s, options.seeds, options.command, variants,

@@ -585,6 +585,9 @@ def main(experiment: Experiment, argv: Sequence[str] | None = None) -> dict[str,
         return chosen["names"]
 
     args = parse_args(parser, argv_list, experiment.budgets, outputs=outputs)
+    import matplotlib  # a command line draws into files only; a library call never switches backends
+
+    matplotlib.use("Agg")
     try:
         record = experiment.run(chosen["settings"], args.out, chosen["options"])
     except OutputsKept as exc:

@@ -9,10 +9,9 @@ Chapter: *The main theorem* (book/part2/06_main_theorem).
 """
 from __future__ import annotations
 
-import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
 
+from ..symmetries import best_assignment
 from ..validation import check_bool, check_tensor
 
 __all__ = ["assign", "match_units"]
@@ -45,8 +44,7 @@ def assign(similarity: Tensor, signed: bool) -> Tensor:
     n = score.shape[0]
     if torch.bincount(best, minlength=n).max() <= 1:
         return best
-    _, cols = linear_sum_assignment(score.detach().double().cpu().numpy(), maximize=True)
-    return torch.as_tensor(cols, dtype=torch.long, device=similarity.device)
+    return best_assignment(score).to(similarity.device)
 
 
 def _unit_rows(x: Tensor) -> tuple[Tensor, Tensor]:

@@ -212,3 +212,17 @@ def test_nothing_cites_files_outside_the_repository():
     bad = [str(p.relative_to(ROOT)) for p in files if p.resolve() != pathlib.Path(__file__).resolve()
            and pattern.search(p.read_text(errors="ignore"))]
     assert not bad, f"files citing documents outside the repository: {bad}"
+
+
+def test_only_the_command_line_switches_the_matplotlib_backend():
+    """A library call (``run(out=...)`` from a notebook) never switches the user's backend;
+    ``protocol.main``, a command line's process, is the one place that selects Agg."""
+    found = {str(p.relative_to(ROOT)) for p in PKG.rglob("*.py") if "matplotlib.use(" in p.read_text()}
+    assert found == {"eqlib/experiments/protocol.py"}, found
+
+
+def test_one_assignment_helper():
+    """Every optimal matching (units, channels, heads, tokens, filters) goes through
+    ``eqlib.symmetries.best_assignment``, the one call of linear_sum_assignment."""
+    found = {str(p.relative_to(ROOT)) for p in PKG.rglob("*.py") if "linear_sum_assignment(" in p.read_text()}
+    assert found == {"eqlib/symmetries.py"}, found

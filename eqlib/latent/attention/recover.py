@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
 
 from ...actions import Action, MatrixAction, equivariance_residual
 from ...groups import FiniteGroup, GroupElement
 from ...models.attention import AttentionNetwork, MultiHeadAttention
 from ...models.base import Model
 from ...seeds import torch_generator
+from ...symmetries import best_assignment
 from ...validation import check_float, check_tensor, show
 from .tokens import ByElement, TokenAction, _permutation_homomorphism_error
 
@@ -282,11 +282,8 @@ def _tie_classes(signature: Tensor, tol: float) -> list[np.ndarray]:
 
 
 def _assign(cost: Tensor) -> np.ndarray:
-    """The permutation t minimising Σ_h cost[h, t[h]] (linear_sum_assignment)."""
-    rows, cols = linear_sum_assignment(cost.numpy())
-    t = np.empty(cost.shape[0], dtype=np.int64)
-    t[rows] = cols
-    return t
+    """The permutation t minimising Σ_h cost[h, t[h]]."""
+    return best_assignment(cost, maximize=False).numpy()
 
 
 def _match_heads_from_activations(cost_maps: Tensor, cost_out: Tensor, maps_gx: Tensor, out_gx: Tensor,
@@ -324,7 +321,7 @@ def match_heads(layer: MultiHeadAttention, action_in: TokenAction, g: GroupEleme
 
     Transports the head products by g and matches them to the original ones:
     cost[h, j] = rel. error of Q^j vs (g·Q)^h + rel. error of O^j vs (g·O)^h, solved by
-    :func:`scipy.optimize.linear_sum_assignment`; τ_g(h) = j.
+    ``best_assignment`` (eqlib.symmetries); τ_g(h) = j.
 
     Returns:
         (tau, cost, residual): tau (H,), the cost matrix (H, H), and per head the
@@ -337,9 +334,7 @@ def match_heads(layer: MultiHeadAttention, action_in: TokenAction, g: GroupEleme
     Q, O = head_products(layer)
     Qg, Og = moved["W_Q"] @ moved["W_K"].transpose(-1, -2), moved["W_V"] @ moved["W_O"]
     cost = (_rel(Qg[:, None], Q[None, :]) + _rel(Og[:, None], O[None, :])).numpy()
-    rows, cols = linear_sum_assignment(cost)
-    tau = np.empty(layer.heads, dtype=np.int64)
-    tau[rows] = cols
+    tau = best_assignment(torch.as_tensor(cost), maximize=False).numpy()
     return tau, cost, cost[np.arange(layer.heads), tau]
 
 
@@ -348,7 +343,7 @@ def recover_token_permutation(maps_x: Tensor, maps_gx: Tensor) -> tuple[np.ndarr
 
     Permuting the keys only reorders a row, so each query token's *sorted* attention row
     is a fingerprint; matching fingerprints of g·X to those of X
-    (:func:`~scipy.optimize.linear_sum_assignment`) gives π: token i moves to π[i].
+    (an optimal assignment) gives π: token i moves to π[i].
 
     Args:
         maps_x, maps_gx: attention maps (N, H', n, n) of X and g·X, heads already
@@ -372,9 +367,7 @@ def recover_token_permutation(maps_x: Tensor, maps_gx: Tensor) -> tuple[np.ndarr
     n = maps_x.shape[-1]
     fx = maps_x.sort(dim=-1).values.permute(2, 0, 1, 3).reshape(n, -1)
     fg = maps_gx.sort(dim=-1).values.permute(2, 0, 1, 3).reshape(n, -1)
-    rows, cols = linear_sum_assignment(torch.cdist(fx, fg).cpu().numpy())
-    pi = np.empty(n, dtype=np.int64)
-    pi[rows] = cols
+    pi = best_assignment(torch.cdist(fx, fg), maximize=False).numpy()
     inv = torch.as_tensor(np.argsort(pi))
     moved = maps_x[..., inv, :][..., inv]
     return pi, float((maps_gx - moved).norm() / maps_gx.norm().clamp_min(1e-12))
