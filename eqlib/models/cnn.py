@@ -347,7 +347,8 @@ class MirrorGCNN(VGG):
                  batchnorm: bool = True, in_channels: int = 3, image_size: int = 32, seed: int = 0,
                  fixed_fraction: float = 0.25):
         check_float("fixed_fraction", fixed_fraction, 0.0, 1.0)
-        super().__init__(config, width, num_classes, batchnorm, in_channels, image_size, seed)
+        super().__init__(config, width, num_classes=num_classes, batchnorm=batchnorm, in_channels=in_channels,
+                         image_size=image_size, seed=seed)
         self.fixed_fraction = fixed_fraction
         self.involutions: list[torch.Tensor] = []
         pi_in = torch.arange(in_channels)
