@@ -209,9 +209,9 @@ bad("check_equivariance(x empty)", "x", lambda: actions.check_equivariance(NET, 
 bad("check_equivariance(rho_out other group)", "rho_out",
     lambda: actions.check_equivariance(lambda v: v, actions.regular(D4), REG3, torch.rand(2, 8)))
 bad("equivariance_residual(g other group)", "g",
-    lambda: actions.equivariance_residual(NET, REG3, REG3, X3, D4.elements[1]))
+    lambda: actions.equivariance_residual(NET, REG3, REG3, X3, g=D4.elements[1]))
 bad("equivariance_residual(fx wrong shape)", "fx",
-    lambda: actions.equivariance_residual(NET, REG3, REG3, X3, G1, fx=torch.zeros(2, 2)))
+    lambda: actions.equivariance_residual(NET, REG3, REG3, X3, g=G1, fx=torch.zeros(2, 2)))
 bad("equivariant_basis(tol=nan)", "tol", lambda: actions.equivariant_basis(REG3, REG3, tol=math.nan))
 bad("equivariant_basis(tol=-1)", "tol", lambda: actions.equivariant_basis(REG3, REG3, tol=-1))
 bad("equivariant_basis(rho_out other group)", "rho_out",
@@ -738,8 +738,8 @@ bad("paired_latents(layers 0)", "layers", lambda: probes.paired_latents(tiny_vgg
 bad("paired_latents(chunk=0)", "chunk", lambda: probes.paired_latents(tiny_vgg(), torch.rand(2, 3, 8, 8),
                                                                       [1], ["horizontal"], chunk=0))
 bad("paired_latents(y int)", "y", lambda: probes.paired_latents(tiny_vgg(), IMG32, [1], ["horizontal"]))
-bad("probe_inputs(kind='x')", "kind", lambda: probes.probe_inputs("x", 2, None, None, None))
-bad("probe_inputs(n=0)", "n", lambda: probes.probe_inputs("noise", 0, None, None, None))
+bad("probe_inputs(kind='x')", "kind", lambda: probes.probe_inputs("x", 2, None, None, s=None))
+bad("probe_inputs(n=0)", "n", lambda: probes.probe_inputs("noise", 0, None, None, s=None))
 bad("table_lookup(missing row)", "network", lambda: tables.table_lookup([], "vgg", 1, "horizontal"),
     exc=(KeyError, LookupError))
 bad("table_text(rows set)", "rows", lambda: tables.table_text({1}))

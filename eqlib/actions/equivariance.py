@@ -15,7 +15,7 @@ from .base import Action, Tensor
 
 
 def equivariance_residual(
-    f: Callable[[Tensor], Tensor], rho_in: Action, rho_out: Action, x: Tensor, g: GroupElement,
+    f: Callable[[Tensor], Tensor], rho_in: Action, rho_out: Action, x: Tensor, *, g: GroupElement,
     fx: Tensor | None = None,
 ) -> Tensor:
     """The equivariance residual f(ρ_in(g)x) − ρ_out(g)f(x) on a batch x (autograd-friendly).
@@ -93,7 +93,7 @@ def check_equivariance(
         scale = fx.norm().clamp_min(1e-12)
         errors = {}
         for g in elements:
-            res = equivariance_residual(f, rho_in, rho_out, x, g, fx)
+            res = equivariance_residual(f, rho_in, rho_out, x, g=g, fx=fx)
             check_finite(f"f(rho_in({g.name}) x)", res)
             errors[g] = (res.norm() / scale).item()
         return errors

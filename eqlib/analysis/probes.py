@@ -27,7 +27,7 @@ PROBES = ("noise", "images", "image_cov")
 AXES = ("horizontal", "vertical")
 
 
-def probe_inputs(kind: str, n: int, train: CIFAR10, test: CIFAR10, s: Any, seed: int = 0) -> torch.Tensor:
+def probe_inputs(kind: str, n: int, train: CIFAR10, test: CIFAR10, *, s: Any, seed: int = 0) -> torch.Tensor:
     """Flat probe inputs (n, 3072) in the networks' (normalised) input space.
 
     ``kind``: ``"noise"`` (isotropic N(0, 1), our reading of the paper's noise probes: each normalised pixel
@@ -133,7 +133,7 @@ def end_to_end_error(model: nn.Module, images: torch.Tensor, task: str, axis: st
     x = prepare_images(images).to(dev)
     fx, rho = model(x), mirror_action(tuple(x.shape[1:]), axis)
     rho_out = rho if task == "autoencode" else trivial(rho.group, fx.shape[-1])
-    diff = equivariance_residual(model, rho, rho_out, x, rho.group["m"], fx)
+    diff = equivariance_residual(model, rho, rho_out, x, g=rho.group["m"], fx=fx)
     return float((diff.reshape(len(x), -1).norm(dim=1)
                   / fx.reshape(len(x), -1).norm(dim=1).clamp_min(1e-12)).mean())
 

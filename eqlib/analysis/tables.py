@@ -96,7 +96,7 @@ def equivariance_table(models: dict[str, nn.Module], s: Any, train: CIFAR10, tes
     rows = []
     for probe in probes:
         n = {"images": len(test), "image_cov": s.cov_samples}.get(probe, s.noise_samples)
-        y = probe_inputs(probe, n, train, test, s, seed=seed)
+        y = probe_inputs(probe, n, train, test, s=s, seed=seed)
         for name, model in models.items():
             act_name, task = NETWORKS[name]
             model = model.to(dev).eval()
@@ -116,7 +116,7 @@ def equivariance_table(models: dict[str, nn.Module], s: Any, train: CIFAR10, tes
     return rows
 
 
-def table_lookup(rows: Sequence[dict], network: str, layers: int, mirror: str, probe: str = "noise") -> float:
+def table_lookup(rows: Sequence[dict], network: str, layers: int, mirror: str, *, probe: str = "noise") -> float:
     """The ``median_error`` of one row of :func:`equivariance_table`.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
@@ -140,7 +140,7 @@ def _table_rows(rows: Sequence[dict], probes: Sequence[str]) -> tuple[list[str],
         act, task = NETWORKS[name]
         for i in layers:
             for ax in AXES:
-                vals = [table_lookup(rows, name, i, ax, p) for p in probes]
+                vals = [table_lookup(rows, name, i, ax, probe=p) for p in probes]
                 paper = PAPER_TABLE.get((task, i, ax), {}).get(act)
                 prefix = "∘".join(f"f{k}" for k in range(i, 0, -1))
                 body.append([name, prefix, ax, *(f"{v:.3f}" for v in vals),

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from ..models.cnn import VGG, conv_layers
+from ..seeds import torch_generator
 from ..symmetries import best_assignment
 from ..validation import check_tensor
 
@@ -177,7 +178,7 @@ def rescale_channels(model: VGG, seed: int = 0, low: float = 0.25, high: float =
     if not 0 < low <= high:
         raise ValueError(f"need 0 < low <= high, got {low}, {high}")
     out = copy.deepcopy(model).eval()
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch_generator(int(seed))
     layers = conv_layers(out)
     lo, hi = float(np.log(low)), float(np.log(high))
     with torch.no_grad():

@@ -107,7 +107,7 @@ def _invariance(model: nn.Module, data: MergeData, n: int = 250) -> float:
 
 
 def interpolation_curve(model_a: nn.Module, model_b: nn.Module, data: MergeData, alphas: Sequence[float],
-                        mode: str = "reset") -> list[float]:
+                        *, mode: str = "reset") -> list[float]:
     """Test accuracy (%) of (1 − α) θ_A + α θ_B along ``alphas``; B must be aligned with A.
 
     ``mode``: ``"none"`` (interpolated statistics), ``"reset"`` (BN reset) or
@@ -189,7 +189,7 @@ def _merge(model_a: nn.Module, model_b: nn.Module, data: MergeData, alphas: Sequ
         report["filter_distance_min_perms"] = {k: p.tolist() for k, p in best_perms.items()}
     if alphas is not None:
         report["alphas"] = [float(a) for a in alphas]
-        report["curve_reset"] = interpolation_curve(model_a, aligned, data, alphas, "reset")
+        report["curve_reset"] = interpolation_curve(model_a, aligned, data, alphas, mode="reset")
     return report
 
 

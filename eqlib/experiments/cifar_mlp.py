@@ -191,7 +191,7 @@ def _measure(s: Settings, root: str | None, seed: int, device: str | None, progr
     return summary, figures
 
 
-def run(budget: str | None = None, device: str | None = None, out: str | Path | None = None, seed: int = 0,
+def run(budget: str | None = None, *, device: str | None = None, out: str | Path | None = None, seed: int = 0,
         root: str | None = None, progress: bool = True, parts: Sequence[str] = PARTS,
         overrides: Mapping[str, Any] | None = None,
         on_ablation_row: Callable[[dict[str, Any]], None] | None = None,
@@ -326,7 +326,7 @@ def seed_spread(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         for r in summaries[0]["table"]:
             key = f"{r['network']}|f{r['layers']}|{r['mirror']}|{r['probe']}"
             out["table"][key] = stats([table_lookup(s["table"], r["network"], r["layers"],
-                                                    r["mirror"], r["probe"]) for s in summaries])
+                                                    r["mirror"], probe=r["probe"]) for s in summaries])
     return out
 
 

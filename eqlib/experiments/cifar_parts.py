@@ -30,6 +30,7 @@ from ..images import mirror as mirror_action
 from ..images import patchify, prepare_images, unpatchify
 from ..latent.attention import patch_mirror_action, recover_attention_action
 from ..models import AttentionNetwork
+from ..seeds import torch_generator
 from ..train import TrainConfig, TrainResult, cached_train, image_preset
 from . import protocol
 from .cifar_setup import Settings, _data_spec, train_networks
@@ -81,7 +82,7 @@ def ablation_settings(s: Settings, change: dict[str, Any], n_train: int, label: 
                                          **change})
 
 
-def ablation(s: Settings, train: CIFAR10, test: CIFAR10, variants: dict[str, dict[str, Any]] | None = None,
+def ablation(s: Settings, train: CIFAR10, test: CIFAR10, *, variants: dict[str, dict[str, Any]] | None = None,
              network: str = "tanh-autoencoder", seed: int = 0, device: str | torch.device | None = None,
              progress: bool = True, probe_samples: int | None = None,
              on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
@@ -125,11 +126,11 @@ def ablation(s: Settings, train: CIFAR10, test: CIFAR10, variants: dict[str, dic
         rows.append({
             "network": network, "variant": label, "changes": {**change, **({"epochs_factor": ef} if ef != 1 else {}),
                                           **({"width_factor": wf} if wf != 1 else {})},
-            "f1_horizontal_noise": table_lookup(errs, network, 1, "horizontal", "noise"),
-            "f1_vertical_noise": table_lookup(errs, network, 1, "vertical", "noise"),
-            "f1_horizontal_images": table_lookup(errs, network, 1, "horizontal", "images"),
-            "f1_vertical_images": table_lookup(errs, network, 1, "vertical", "images"),
-            "f12_horizontal_noise": table_lookup(errs, network, 2, "horizontal", "noise"),
+            "f1_horizontal_noise": table_lookup(errs, network, 1, "horizontal", probe="noise"),
+            "f1_vertical_noise": table_lookup(errs, network, 1, "vertical", probe="noise"),
+            "f1_horizontal_images": table_lookup(errs, network, 1, "horizontal", probe="images"),
+            "f1_vertical_images": table_lookup(errs, network, 1, "vertical", probe="images"),
+            "f12_horizontal_noise": table_lookup(errs, network, 2, "horizontal", probe="noise"),
             "matched_filters": pairing.matched_fraction,
             "end_to_end": end_to_end_error(model, test.images[:1000], task),
             "task_loss": res.history["task_loss"][-1], "train_seconds": seconds if not res.from_cache else None,
@@ -141,7 +142,7 @@ def ablation(s: Settings, train: CIFAR10, test: CIFAR10, variants: dict[str, dic
 
 # --------------------------------------------------------------------------- emergence
 
-def emergence(result: TrainResult, build, test: CIFAR10, probe: str = "images", samples: int = 2000,
+def emergence(result: TrainResult, build, test: CIFAR10, *, probe: str = "images", samples: int = 2000,
               axis: str = "horizontal", seed: int = 0) -> list[dict[str, Any]]:
     """f_1's linear-equivariance error, matched filters and end-to-end error at every snapshot.
 
@@ -159,7 +160,7 @@ def emergence(result: TrainResult, build, test: CIFAR10, probe: str = "images", 
     if probe == "images":
         y = prepare_images(test.images[:samples]).flatten(1)
     elif probe == "noise":
-        y = torch.randn(samples, 3072, generator=torch.Generator().manual_seed(seed))
+        y = torch.randn(samples, 3072, generator=torch_generator(seed))
     else:
         raise ValueError(f"probe must be 'images' or 'noise', got {probe!r}")
     out = []
@@ -212,7 +213,7 @@ def attention_config(s: Settings, seed: int = 0) -> TrainConfig:
                        seed=seed)
 
 
-def attention_experiment(s: Settings, train: CIFAR10, test: CIFAR10, seed: int = 0,
+def attention_experiment(s: Settings, train: CIFAR10, test: CIFAR10, *, seed: int = 0,
                          device: str | torch.device | None = None, progress: bool = True) -> dict[str, Any]:
     """Train the attention autoencoder (mirror-equivariance penalty in the second half) and
     recover its latent action under the horizontal mirror with

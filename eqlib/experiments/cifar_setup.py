@@ -137,7 +137,7 @@ def parse_setting(assignment: str, base: Settings | None = None) -> tuple[str, A
 
 # --------------------------------------------------------------------------- networks
 
-def build_mlp(activation: str, task: str, hidden: Sequence[int] = (256, 128, 128), seed: int = 0,
+def build_mlp(activation: str, task: str, hidden: Sequence[int] = (256, 128, 128), *, seed: int = 0,
               first_init_scale: float = 0.1) -> MLP:
     """A depth-4 MLP on flattened CIFAR-10 images: first nonlinearity ``activation``, then GELU.
 
@@ -200,7 +200,7 @@ def _data_spec(data: CIFAR10, s_n: int, seed: int) -> dict[str, Any]:
             "images": content_hash(data.images), "labels": content_hash(data.labels)}
 
 
-def train_networks(s: Settings, train: CIFAR10, test: CIFAR10 | None = None, seed: int = 0,
+def train_networks(s: Settings, train: CIFAR10, test: CIFAR10 | None = None, *, seed: int = 0,
                    device: str | torch.device | None = None, progress: bool = True,
                    names: Sequence[str] | None = None, **config_overrides: Any) -> dict[str, TrainResult]:
     """Train (or load from the cache) the four networks of :data:`eqlib.analysis.tables.NETWORKS`.

@@ -35,6 +35,7 @@ from ..data import CIFAR10, load_cifar10, subset
 from ..latent import fit_linear_action
 from ..images import mirror as _MIRROR
 from ..images import mirror_images, prepare_images
+from ..seeds import torch_generator
 from ..train import TrainConfig, TrainResult, train
 from . import protocol
 from .cifar_setup import build_mlp
@@ -271,7 +272,7 @@ def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.T
     model, losses = result.model, result.history["task_loss"]
     W1 = model.layers[0].weight.detach().clone()
     raw, sub = filter_pairing(W1), filter_pairing(W1, subspace=P)
-    g = torch.Generator().manual_seed(seed + 1)
+    g = torch_generator(seed + 1)  # the recorded search's probes: kept, not spawned
     errors = {}
     with torch.no_grad():
         z = torch.randn(s.probes, P.shape[1], generator=g) * math.sqrt(X.shape[1] / P.shape[1])
@@ -348,7 +349,7 @@ def search_summary(rows: Sequence[Mapping[str, Any]], min_seeds: int = 3) -> dic
 
 
 def filter_search(train: CIFAR10, test: CIFAR10, variants: Mapping[str, Mapping[str, Any]] | None = None,
-                  base: SearchSettings | None = None, seeds: Sequence[int] = (0,),
+                  *, base: SearchSettings | None = None, seeds: Sequence[int] = (0,),
                   more_seeds: Sequence[int] = (1, 2), top: int = 3,
                   on_row: Callable[[dict[str, Any]], None] | None = None,
                   weights: dict[tuple[str, int], torch.Tensor] | None = None) -> dict[str, Any]:
@@ -533,7 +534,7 @@ def load_search_data(root: str | None = None, download: bool | None = None) -> t
 
 
 def search_record(train: CIFAR10, test: CIFAR10, base: SearchSettings, seeds: Sequence[int],
-                  command: str, variants: Mapping[str, Mapping[str, Any]] | None = None,
+                  *, command: str, variants: Mapping[str, Mapping[str, Any]] | None = None,
                   on_row: Callable[[dict[str, Any]], None] | None = None) -> tuple[dict[str, Any], list[Any]]:
     """The search as the command lines run it:
     :func:`~eqlib.experiments.filter_search.filter_search` from ``base`` on
@@ -603,7 +604,7 @@ def run_search(s: SearchSettings, out: Path, options: protocol.RunOptions, stem:
     """
     variants = _variants(options.flags.get("variants"))
     tr, te = load_search_data(options.data, download=options.download)
-    found, figures = search_record(tr, te, s, options.seeds, options.command, variants,
+    found, figures = search_record(tr, te, s, options.seeds, command=options.command, variants=variants,
                                    on_row=lambda row: print("search:", json.dumps(row), flush=True))
     found["budget"] = options.budget
     name = protocol.output_name(stem, options.budget, suffix="")

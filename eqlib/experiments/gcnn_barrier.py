@@ -82,7 +82,7 @@ def _autocast(b: BarrierBudget, device) -> contextlib.AbstractContextManager:
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
 
 
-def train_networks(b: BarrierBudget, train_data, device=None, progress: bool = False,
+def train_networks(b: BarrierBudget, train_data, *, device=None, progress: bool = False,
                    log: Callable[[str], None] | None = None, test_data=None
                    ) -> dict[tuple[str, float], list[nn.Module]]:
     """Train (or load from the cache) one network per seed of :func:`network_seeds` per (variant, width).
@@ -186,7 +186,7 @@ def _fingerprint(networks, data) -> str:
                         "test_labels": content_hash(md.test_labels)})
 
 
-def run_experiment(budget: str | BarrierBudget | None = None, device=None, data_root: str | None = None,
+def run_experiment(budget: str | BarrierBudget | None = None, *, device=None, data_root: str | None = None,
                    progress: bool = False, curves: bool = True, networks=None, data=None,
                    cache: bool = True) -> dict[str, Any]:
     """Train every variant, measure every self-flip and two-network barrier, and summarise.

@@ -349,7 +349,7 @@ def _budget_type(names: Sequence[str]) -> Callable[[str], str]:
 
 
 def build_parser(prog: str, description: str, parts: Sequence[str] = (),
-                 default_out: str = "results", progress: bool = True,
+                 *, default_out: str = "results", progress: bool = True,
                  default_parts: Sequence[str] | None = None,
                  epilog: str | None = None,
                  budgets: Sequence[str] = ("laptop", "full")) -> argparse.ArgumentParser:

@@ -303,7 +303,7 @@ def legacy_settings(flat: Mapping[str, Any], base: Any) -> dict[str, Any]:
     return out
 
 
-def numbers_differ(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0,
+def numbers_differ(a: Any, b: Any, *, rtol: float = 0.0, atol: float = 0.0,
                    path: str = "") -> list[str]:
     """The places where two JSON-like trees differ (numbers within ``rtol``/``atol`` agree;
     NaN equals NaN). An empty list means they agree.
@@ -323,13 +323,13 @@ def numbers_differ(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0,
         out += [f"{path}.{k}: only in the second" for k in b if k not in a]
         for k in a:
             if k in b:
-                out += numbers_differ(a[k], b[k], rtol, atol, f"{path}.{k}")
+                out += numbers_differ(a[k], b[k], rtol=rtol, atol=atol, path=f"{path}.{k}")
         return out
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         if len(a) != len(b):
             return [f"{path or '.'}: lengths {len(a)} != {len(b)}"]
         return [d for i, (x, y) in enumerate(zip(a, b))
-                for d in numbers_differ(x, y, rtol, atol, f"{path}[{i}]")]
+                for d in numbers_differ(x, y, rtol=rtol, atol=atol, path=f"{path}[{i}]")]
     return [] if a == b else [f"{path or '.'}: {a!r} != {b!r}"]
 
 

@@ -231,7 +231,7 @@ def layer_errors(model, rho_in: Action, rho_out: Action, hidden: list[Action], *
             m = live[i + 1].to(fy.device) if live is not None else slice(None)
             scale = fy[:, m].norm().clamp_min(1e-12)
             for g in G:
-                diff = equivariance_residual(layer, ks[i], ks[i + 1], y, g, fy)
+                diff = equivariance_residual(layer, ks[i], ks[i + 1], y, g=g, fx=fy)
                 out[i, g.index] = float(diff[:, m].norm() / scale)
             y = fy
     return out

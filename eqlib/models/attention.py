@@ -34,7 +34,7 @@ class MultiHeadAttention(Layer):
     Chapter: *Attention*.
     """
 
-    def __init__(self, n_tokens: int, d_in: int, d_out: int, heads: int, d_k: int | None = None,
+    def __init__(self, n_tokens: int, d_in: int, d_out: int, heads: int, *, d_k: int | None = None,
                  d_v: int | None = None, positional: bool = False, seed: int | torch.Generator | None = 0):
         super().__init__()
         n_tokens, d_in, d_out = check_int("n_tokens", n_tokens, 1), check_int("d_in", d_in, 1), \
@@ -117,7 +117,7 @@ class AttentionNetwork(Model):
     Chapter: *Attention*.
     """
 
-    def __init__(self, n_tokens: int, dims: Sequence[int], heads: int | Sequence[int] = 2,
+    def __init__(self, n_tokens: int, dims: Sequence[int], *, heads: int | Sequence[int] = 2,
                  positional: bool = False, d_k: int | None = None, d_v: int | None = None, seed: int | None = 0):
         if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__"):
             raise TypeError(f"dims must be a list of token dimensions [d_0, ..., d_L], got {show(dims)}")
@@ -130,6 +130,7 @@ class AttentionNetwork(Model):
             raise ValueError(f"heads must be one number or {L} (one per layer), got {show(heads)}")
         gen = _generator(seed)
         super().__init__([
-            MultiHeadAttention(n_tokens, dims[i], dims[i + 1], hs[i], d_k, d_v, positional and i == 0, gen)
+            MultiHeadAttention(n_tokens, dims[i], dims[i + 1], hs[i], d_k=d_k, d_v=d_v,
+                               positional=positional and i == 0, seed=gen)
             for i in range(L)
         ])

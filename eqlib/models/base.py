@@ -100,7 +100,7 @@ class EquivariantLayer(Layer):
         fx = self(x)
         worst, where = 0.0, G.identity
         for g in gs:
-            err = float(equivariance_residual(self, self.rho_in, self.rho_out, x, g, fx).abs().max())
+            err = float(equivariance_residual(self, self.rho_in, self.rho_out, x, g=g, fx=fx).abs().max())
             if not err <= worst:  # NaN counts as the worst
                 worst, where = err, g
         if atol is not None and not worst <= atol:

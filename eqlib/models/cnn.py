@@ -37,7 +37,7 @@ from torch.nn.utils import parametrize
 
 from ..actions import equivariance_residual, trivial
 from ..images import mirror
-from ..seeds import torch_seeded
+from ..seeds import torch_generator, torch_seeded
 from ..validation import check_bool, check_float, check_int, check_tensor
 from .base import Layer, Model
 from .equivariant import GroupAverage
@@ -62,7 +62,7 @@ class ConvLayer(Layer):
     Chapter: *ReLU CNNs and GCNNs*.
     """
 
-    def __init__(self, in_channels: int, out_channels: int, size: int, batchnorm: bool = True, pool: bool = False):
+    def __init__(self, in_channels: int, out_channels: int, size: int, *, batchnorm: bool = True, pool: bool = False):
         super().__init__()
         in_channels, out_channels = check_int("in_channels", in_channels, 1), check_int("out_channels", out_channels, 1)
         size = check_int("size", size, 1)
@@ -159,7 +159,7 @@ class VGG(Model):
     Chapter: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns).
     """
 
-    def __init__(self, config: Sequence | str = "small", width: float = 1.0, num_classes: int = 10,
+    def __init__(self, config: Sequence | str = "small", width: float = 1.0, *, num_classes: int = 10,
                  batchnorm: bool = True, in_channels: int = 3, image_size: int = 32, seed: int = 0):
         check_bool("batchnorm", batchnorm)
         spec = _parse(config, width)
@@ -172,7 +172,7 @@ class VGG(Model):
                 if pool and s < 2:
                     raise ValueError(f"image_size {image_size} is too small for the {sum(p for _, p in spec)} "
                                      f"2x2 max-pools of {list(config) if not isinstance(config, str) else config}")
-                layers.append(ConvLayer(c, ch, s, batchnorm, pool))
+                layers.append(ConvLayer(c, ch, s, batchnorm=batchnorm, pool=pool))
                 c, s = ch, (s // 2 if pool else s)
             layers.append(PoolHead(c, s, num_classes))
         super().__init__(layers)
@@ -224,7 +224,7 @@ def flip_filters(model: VGG) -> VGG:
 
 
 @torch.no_grad()
-def warm_batchnorm(model: nn.Module, batches: int = 3, batch_size: int = 16, scale: float = 1.5,
+def warm_batchnorm(model: nn.Module, *, batches: int = 3, batch_size: int = 16, scale: float = 1.5,
                    shift: float = 0.3, seed: int = 0) -> nn.Module:
     """Give a fresh network's BatchNorm layers non-trivial running statistics.
 
@@ -236,7 +236,7 @@ def warm_batchnorm(model: nn.Module, batches: int = 3, batch_size: int = 16, sca
     """
     batches, batch_size = check_int("batches", batches, 1), check_int("batch_size", batch_size, 1, 2**16)
     scale, shift = check_float("scale", scale), check_float("shift", shift)
-    gen = torch.Generator().manual_seed(check_int("seed", seed, 0))
+    gen = torch_generator(check_int("seed", seed, 0))
     shape = (batch_size, *(model.shapes[0] if hasattr(model, "shapes") else (3, 32, 32)))
     model.train()
     for _ in range(batches):
@@ -255,7 +255,7 @@ def mirror_invariance_error(model: nn.Module, x: torch.Tensor) -> float:
     model.eval()
     rho = mirror(tuple(x.shape[1:]))
     fx = model(x)
-    diff = equivariance_residual(model, rho, trivial(rho.group, fx.shape[-1]), x, rho.group["m"], fx)
+    diff = equivariance_residual(model, rho, trivial(rho.group, fx.shape[-1]), x, g=rho.group["m"], fx=fx)
     model.train(was)
     return float(diff.norm() / fx.norm().clamp_min(1e-30))
 
@@ -343,11 +343,12 @@ class MirrorGCNN(VGG):
     Chapter: *ReLU CNNs and GCNNs*.
     """
 
-    def __init__(self, config: Sequence | str = "small", width: float = 1.0, num_classes: int = 10,
+    def __init__(self, config: Sequence | str = "small", width: float = 1.0, *, num_classes: int = 10,
                  batchnorm: bool = True, in_channels: int = 3, image_size: int = 32, seed: int = 0,
                  fixed_fraction: float = 0.25):
         check_float("fixed_fraction", fixed_fraction, 0.0, 1.0)
-        super().__init__(config, width, num_classes, batchnorm, in_channels, image_size, seed)
+        super().__init__(config, width, num_classes=num_classes, batchnorm=batchnorm, in_channels=in_channels,
+                         image_size=image_size, seed=seed)
         self.fixed_fraction = fixed_fraction
         self.involutions: list[torch.Tensor] = []
         pi_in = torch.arange(in_channels)
@@ -370,8 +371,8 @@ class MirrorGCNN(VGG):
 
     def to_cnn(self) -> VGG:
         """An ordinary :class:`VGG` with this network's (constrained) weights and symmetrised statistics."""
-        plain = VGG(self.config, self.width, self.num_classes, self.batchnorm, self.in_channels, self.image_size,
-                    self.seed)
+        plain = VGG(self.config, self.width, num_classes=self.num_classes, batchnorm=self.batchnorm,
+                    in_channels=self.in_channels, image_size=self.image_size, seed=self.seed)
         was = self.training
         self.eval()
         with torch.no_grad():

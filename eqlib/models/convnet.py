@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..seeds import torch_generator
+from ..seeds import spawn, torch_generator
 from ..validation import check_int, show
 from .activation import Activation, activation_record
 from .base import Layer, Model
@@ -44,7 +44,7 @@ class SameConv(Layer):
     """
 
     def __init__(self, in_channels: int, out_channels: int, size: int, kernel: int = 3,
-                 activation: str = "tanh", seed: int = 0):
+                 *, activation: str = "tanh", seed: int = 0):
         super().__init__()
         in_channels, out_channels = check_int("in_channels", in_channels, 1), check_int("out_channels", out_channels, 1)
         size, kernel = check_int("size", size, 1), check_int("kernel", kernel, 1)
@@ -86,7 +86,7 @@ def conv_net(channels: Sequence[int], size: int, kernel: int = 3, seed: int = 0)
     Args:
         channels: [c_0, …, c_L] (at least two entries).
         size, kernel: as in :class:`SameConv`.
-        seed: layer i is initialized with seed ``seed + i``.
+        seed: layer i is initialized from the stream ``spawn(seed, f"layer {i}")``.
 
     Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
@@ -97,4 +97,5 @@ def conv_net(channels: Sequence[int], size: int, kernel: int = 3, seed: int = 0)
         raise ValueError(f"channels needs at least two entries [c_0, c_1], got {channels!r}")
     L = len(channels) - 1
     return Model([SameConv(channels[i], channels[i + 1], size, kernel,
-                           "linear" if i == L - 1 else "tanh", seed=seed + i) for i in range(L)])
+                           activation="linear" if i == L - 1 else "tanh", seed=spawn(seed, f"layer {i}"))
+                  for i in range(L)])

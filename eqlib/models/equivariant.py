@@ -117,7 +117,7 @@ class EquivariantDense(EquivariantLayer):
     Chapter: *Building equivariant layers* (book/part1/05_equivariant_layers).
     """
 
-    def __init__(self, rho_in: Action, rho_out: Action, activation: str = "identity", bias: bool = True,
+    def __init__(self, rho_in: Action, rho_out: Action, activation: str = "identity", *, bias: bool = True,
                  seed: int | torch.Generator | None = 0):
         super().__init__()
         _check_pair(rho_in, rho_out)
@@ -204,7 +204,7 @@ class EquivariantMLP(FlatModel):
         L = len(actions) - 1
         acts = layer_activations(activations, L)
         gen = _generator(seed)
-        super().__init__([EquivariantDense(actions[i], actions[i + 1], acts[i], bias, gen) for i in range(L)])
+        super().__init__([EquivariantDense(actions[i], actions[i + 1], acts[i], bias=bias, seed=gen) for i in range(L)])
         self.rho_in, self.rho_out = actions[0], actions[-1]
 
     def prefix(self, i: int) -> FlatModel:

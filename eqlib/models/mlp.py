@@ -75,7 +75,7 @@ class Dense(Layer):
     Chapter: *Models, latent spaces and submodels*.
     """
 
-    def __init__(self, in_dim: int, out_dim: int, activation: str = "identity", bias: bool = True,
+    def __init__(self, in_dim: int, out_dim: int, activation: str = "identity", *, bias: bool = True,
                  seed: int | torch.Generator | None = 0, init_scale: float = 1.0):
         super().__init__()
         _check_activation(activation)
@@ -150,7 +150,7 @@ class MLP(FlatModel):
     Chapter: *Models, latent spaces and submodels*.
     """
 
-    def __init__(self, widths: Sequence[int], activations: str | Sequence[str] = "tanh", bias: bool = True,
+    def __init__(self, widths: Sequence[int], activations: str | Sequence[str] = "tanh", *, bias: bool = True,
                  seed: int | None = 0, init_scale: float | Sequence[float] = 1.0):
         if isinstance(widths, (str, bytes, set, frozenset, Mapping)) or not hasattr(widths, "__len__"):
             raise TypeError(f"widths must be a list of layer widths [d_0, ..., d_L] (ordered: not a set), "
@@ -174,7 +174,7 @@ class MLP(FlatModel):
             raise ValueError(f"init_scale must be one number or {L} (one per layer), got {show(init_scale)}")
         gen = _generator(seed)
         super().__init__([
-            Dense(widths[i], widths[i + 1], acts[i], bias, gen, scales[i]) for i in range(L)
+            Dense(widths[i], widths[i + 1], acts[i], bias=bias, seed=gen, init_scale=scales[i]) for i in range(L)
         ])
 
     @property

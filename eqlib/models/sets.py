@@ -73,7 +73,7 @@ class DeepSetsLayer(Layer):
     Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
 
-    def __init__(self, n: int, d_in: int, d_out: int, activation: str = "tanh", seed: int | torch.Generator = 0):
+    def __init__(self, n: int, d_in: int, d_out: int, activation: str = "tanh", *, seed: int | torch.Generator = 0):
         super().__init__()
         _check_activation(activation)
         n, d_in, d_out = check_int("n", n, 1), check_int("d_in", d_in, 1), check_int("d_out", d_out, 1)
@@ -121,7 +121,7 @@ class GraphLayer(Layer):
     """
 
     def __init__(self, adjacency: Tensor, d_in: int, d_out: int, activation: str = "tanh",
-                 seed: int | torch.Generator = 0):
+                 *, seed: int | torch.Generator = 0):
         super().__init__()
         _check_activation(activation)
         A = _adjacency(adjacency)
@@ -202,7 +202,7 @@ class AdjunctionFit:
 
 
 def adjunction_fit(layer: nn.Module, rho_in: Action, g: GroupElement, x: Tensor,
-                   rho_out: Action | None = None) -> AdjunctionFit:
+                   *, rho_out: Action | None = None) -> AdjunctionFit:
     """Look for θ' with pre(g·x; θ) = pre(x; θ') (ordinary adjunction, ``rho_out`` None)
     or ρ_out(g)^{-1} pre(g·x; θ) = pre(x; θ') (generalized adjunction).
 

@@ -67,7 +67,7 @@ def penalty_term(model: nn.Module, x: torch.Tensor, kind: str, *, axis: str = "h
         elements = list(rho_in.group) if elements is None else list(elements)
     if kind == "invariance":
         rho_out = _fixed(rho_in.group, tuple(fx.shape[1:]))
-    terms = [equivariance_residual(model, rho_in, rho_out, x, g, fx).pow(2).mean() for g in elements]
+    terms = [equivariance_residual(model, rho_in, rho_out, x, g=g, fx=fx).pow(2).mean() for g in elements]
     return terms[0] if len(terms) == 1 else torch.stack(terms).mean()
 
 

@@ -223,7 +223,7 @@ def test_layer_equivariance(name):
     fx = layer(x)
     with torch.no_grad():
         for g in rho_in.group:
-            res = actions.equivariance_residual(layer, rho_in, rho_out, x, g, fx)
+            res = actions.equivariance_residual(layer, rho_in, rho_out, x, g=g, fx=fx)
             assert res.abs().max() < 1e-5 * max(1.0, float(fx.abs().max())), (name, g)
     if isinstance(layer, eqlib.models.EquivariantLayer):
         assert layer.check_equivariance(x, elements="all") < 1e-5

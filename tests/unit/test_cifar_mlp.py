@@ -130,8 +130,8 @@ def test_equivariance_table_finds_a_planted_action_and_the_control():
     net = _mirror_closed_mlp()
     rows = A.equivariance_table({"tanh-classifier": net}, TINY, tr, te, layers=(1,))
     for probe in A.PROBES:
-        assert A.table_lookup(rows, "tanh-classifier", 1, "horizontal", probe) < 1e-4
-        assert A.table_lookup(rows, "tanh-classifier", 1, "vertical", probe) > 0.05
+        assert A.table_lookup(rows, "tanh-classifier", 1, "horizontal", probe=probe) < 1e-4
+        assert A.table_lookup(rows, "tanh-classifier", 1, "vertical", probe=probe) > 0.05
     assert {r["n_test"] for r in rows if r["probe"] == "noise"} == {100}
     assert next(r for r in rows if r["probe"] == "noise" and r["mirror"] == "horizontal")["paper"] == 0.077
     with pytest.raises(KeyError):
@@ -140,16 +140,16 @@ def test_equivariance_table_finds_a_planted_action_and_the_control():
 
 def test_probe_inputs():
     tr, te = _fake(64), _fake(40, 1, "test")
-    assert A.probe_inputs("noise", 10, tr, te, TINY).shape == (10, 3072)
-    assert A.probe_inputs("images", 40, tr, te, TINY).shape == (40, 3072)
-    y = A.probe_inputs("image_cov", 4000, tr, te, TINY)
+    assert A.probe_inputs("noise", 10, tr, te, s=TINY).shape == (10, 3072)
+    assert A.probe_inputs("images", 40, tr, te, s=TINY).shape == (40, 3072)
+    y = A.probe_inputs("image_cov", 4000, tr, te, s=TINY)
     x = prepare_images(tr.images[:TINY.cov_images]).flatten(1)
     torch.testing.assert_close(y.mean(0)[:50], x.mean(0)[:50], atol=0.1, rtol=0)
     torch.testing.assert_close(y.var(0)[:50], x.var(0, correction=0)[:50], atol=0.2, rtol=0.1)
     with pytest.raises(ValueError):
-        A.probe_inputs("images", 41, tr, te, TINY)
+        A.probe_inputs("images", 41, tr, te, s=TINY)
     with pytest.raises(ValueError):
-        A.probe_inputs("uniform", 5, tr, te, TINY)
+        A.probe_inputs("uniform", 5, tr, te, s=TINY)
 
 
 def test_end_to_end_error():

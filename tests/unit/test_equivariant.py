@@ -107,7 +107,7 @@ def test_signed_output_with_odd_activation_and_residual():
     assert max(check_equivariance(layer, x).values()) < 1e-6
     b = layer.bias[:, 0].detach()
     assert torch.allclose(rout.act(G["m"], b), b) and b.abs().max() > 0  # fixed vectors: (a, -a)
-    res = equivariance_residual(layer, regular(G), rout, x, G["m"])
+    res = equivariance_residual(layer, regular(G), rout, x, g=G["m"])
     assert res.shape == (7, 2) and res.abs().max() < 1e-6
 
 

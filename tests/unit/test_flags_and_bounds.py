@@ -365,7 +365,7 @@ def _second_audit_cases():
                                                map_location="bogus")),
         ("device", lambda: seeds.torch_generator(0, device="meta")),
         ("max_images", lambda: probes.input_spectrum(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), max_images=0)),
-        ("n", lambda: probes.probe_inputs("noise", 0, None, None, None)),
+        ("n", lambda: probes.probe_inputs("noise", 0, None, None, s=None)),
         ("layers", lambda: probes.paired_latents(vgg, imgs, {1}, ["horizontal"])),
         ("eps", lambda: probes.whitening(torch.ones(3), torch.eye(3), eps="a")),
         ("align_right_from", lambda: tables.html_table(["a"], [[1]], -1)),

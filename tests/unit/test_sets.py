@@ -24,7 +24,7 @@ def test_deep_sets_equivariant_for_every_theta_and_adjunction_fails():
                 continue
             ordinary = adjunction_fit(layer, a_in, g, x)
             assert not ordinary.exists and ordinary.residual > 0.1  # no θ' with f(gx; θ) = f(x; θ')
-            general = adjunction_fit(layer, a_in, g, x, a_out)
+            general = adjunction_fit(layer, a_in, g, x, rho_out=a_out)
             assert general.exists and general.unique
             assert general.moved < 1e-4  # the only induced action on Θ is the trivial one
 
@@ -39,7 +39,7 @@ def test_graph_layer_absorbs_the_automorphisms():
     assert max(check_equivariance(layer, a_in, a_out, x).values()) < 1e-6
     for g in G.generators:
         assert adjunction_fit(layer, a_in, g, x).residual > 0.1
-        general = adjunction_fit(layer, a_in, g, x, a_out)
+        general = adjunction_fit(layer, a_in, g, x, rho_out=a_out)
         assert general.exists and general.moved < 1e-4
 
 

@@ -376,7 +376,7 @@ def _audit_cases():
         (ValueError, "group must have order at most 1024", lambda: actions.regular(groups.symmetric(7))),
         (ValueError, r"x must be images \(\.\.\., C, H, W\)", lambda: images.mirror_images(torch.zeros(5))),
         (ValueError, r"fx must have shape \(\.\.\., 3\)", lambda: actions.equivariance_residual(
-            net, reg3, reg3, x3, c3.elements[1], fx=torch.zeros(2, 2))),
+            net, reg3, reg3, x3, g=c3.elements[1], fx=torch.zeros(2, 2))),
         (ValueError, r"x must have shape \(N, 3, 8, 8\) \(a batch", lambda: vgg(torch.rand(3, 8, 8,
                 generator=torch_generator(110)))),
         (TypeError, "x must be a floating-point tensor", lambda: lconv.recover_conv_actions(

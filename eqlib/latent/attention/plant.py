@@ -168,7 +168,7 @@ def plant_attention_equivariant(action_in: TokenAction, head_perms: np.ndarray |
     if out_features is not None and (out_features.dim != d_out or out_features.group != G):
         raise ValueError(f"out_features must be an action of {G.name} on R^{d_out}")
     gen = torch_generator(seed)
-    layer = MultiHeadAttention(n, d_in, d_out, H, d_k, d_v, positional, gen)
+    layer = MultiHeadAttention(n, d_in, d_out, H, d_k=d_k, d_v=d_v, positional=positional, seed=gen)
     R = {g.index: action_in.feature_matrix(g) for g in G}
     Rit = {i: torch.linalg.inv(m).T for i, m in R.items()}
     S = {g.index: (out_features.matrix(g) if out_features is not None else torch.eye(d_out)) for g in G}

@@ -577,7 +577,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             res.positional_residual[name] = None if layer.P is None else float(_rel(moved["P"], layer.P))
             res.maps_residual[name] = float((maps_gx[:, torch.as_tensor(tau)] - expected).norm()
                                             / maps_gx.norm().clamp_min(1e-12))
-            residual = equivariance_residual(layer, action_in, action_out, x, g, fx)
+            residual = equivariance_residual(layer, action_in, action_out, x, g=g, fx=fx)
             res.output_residual[name] = float(residual.norm() / fx.norm().clamp_min(1e-12))
             res.S[name] = S.clone()
             # the per-head space: Y_{τ(h)}(g·X) = Π_g Y_h(X) F_h^{-1}
