@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 from ..images import mirror_images, prepare_images
-from ..matching import apply_permutation, interpolate, involution_distance, match_activations, repair, reset_bn
+from ..matching import (apply_permutation, has_batchnorm, interpolate, involution_distance, match_activations, repair,
+                        reset_bn)
 from ..models.cnn import MirrorGCNN, flip_filters, mirror_invariance_error
 from ..train import evaluate_accuracy
 from ..validation import check_tensor
@@ -143,23 +144,28 @@ def _merge(model_a: nn.Module, model_b: nn.Module, data: MergeData, alphas: Sequ
     aligned = apply_permutation(model_b, perms).eval()
     (acc_a, loss_a), (acc_b, loss_b) = _acc_loss(model_a, data), _acc_loss(aligned, data)
     # endpoints with their statistics re-estimated on the same images as the midpoint's; these
-    # BN-reset endpoints are also REPAIR's targets (a GCNN, its own midpoint, then stays put)
-    reset_a, reset_b = _reset_copy(model_a, data), _reset_copy(aligned, data)
-    (acc_a_reset, loss_a_reset), (acc_b_reset, loss_b_reset) = _acc_loss(reset_a, data), _acc_loss(reset_b, data)
+    # BN-reset endpoints are also REPAIR's targets (a GCNN, its own midpoint, then stays put).
+    # Without BatchNorm there is nothing to reset: the reset columns repeat the interpolated ones
+    # (flagged by ``batchnorm``) and REPAIR's targets are the endpoints themselves
+    bn = has_batchnorm(model_a)
+    reset_a, reset_b = (_reset_copy(model_a, data), _reset_copy(aligned, data)) if bn else (model_a, aligned)
+    (acc_a_reset, loss_a_reset), (acc_b_reset, loss_b_reset) = ((_acc_loss(reset_a, data), _acc_loss(reset_b, data))
+                                                                if bn else ((acc_a, loss_a), (acc_b, loss_b)))
     mean, mean_reset = 0.5 * (acc_a + acc_b), 0.5 * (acc_a_reset + acc_b_reset)
     lmean, lmean_reset = 0.5 * (loss_a + loss_b), 0.5 * (loss_a_reset + loss_b_reset)
     mid = interpolate(model_a, aligned, 0.5).eval()
     acc_mid, loss_mid = _acc_loss(mid, data)
     inv_mid = _invariance(mid, data)
-    reset_bn(mid, data.match)
-    acc_reset, loss_reset = _acc_loss(mid, data)
-    inv_reset = _invariance(mid, data)
+    if bn:
+        reset_bn(mid, data.match)
+    acc_reset, loss_reset = _acc_loss(mid, data) if bn else (acc_mid, loss_mid)
+    inv_reset = _invariance(mid, data) if bn else inv_mid
     rep = repair(mid, reset_a, reset_b, data.match, alpha=0.5)
     acc_repair, loss_repair = _acc_loss(rep, data)
     inv_a, inv_b = _invariance(model_a, data), _invariance(aligned, data)
     inv_dist = {k: involution_distance(p) for k, p in perms.items()}
     report = {
-        "kind": kind,
+        "kind": kind, "batchnorm": bn,
         "acc_a": acc_a, "acc_b": acc_b, "endpoint_mean": mean,
         "acc_a_reset": acc_a_reset, "acc_b_reset": acc_b_reset, "endpoint_mean_reset": mean_reset,
         "acc_mid": acc_mid, "acc_mid_reset": acc_reset, "acc_mid_repair": acc_repair,
@@ -212,7 +218,10 @@ def gcnn_barrier(model: nn.Module, data: MergeData, alphas: Sequence[float] | No
     ``filter_distance_min`` (minimised by
     :func:`~eqlib.experiments.barrier_filters.min_scaled_filter_distance`, started at the
     matched permutations), their means, the minimisers (``filter_distance_min_perms``) and
-    their distance from an involution; ``involution_distance`` per layer
+    their distance from an involution; ``batchnorm`` (whether the network has BatchNorm;
+    without it there is nothing to reset, every ``*_reset`` value repeats the value with
+    interpolated statistics, and REPAIR's targets are the endpoints themselves);
+    ``involution_distance`` per layer
     (fraction of channels c with π(π(c)) ≠ c) and its mean; ``matched_correlation`` per
     layer; the mirror-invariance error ‖f(mx) − f(x)‖/‖f(x)‖ on test images of A, B and
     the midpoints; ``perms``; and, given ``alphas``, ``curve_reset`` (accuracy along α

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -58,9 +59,16 @@ class BarrierBudget:
         seeds: the networks' seeds (empty: ``0 .. networks − 1``); the CLI's ``--seeds``.
         amp: ``"bf16"`` trains and evaluates under bfloat16 autocast (GPU speed), ``"none"`` not.
         channels_last: train in the channels-last memory format (faster convolutions on GPUs).
+        batchnorm: BatchNorm after every convolution (``False``: the VGGs of REPAIR's base
+            setting, without normalisation layers; a BN reset then changes nothing and
+            REPAIR is the correction; ``--set batchnorm=false``).
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
+
+    #: fields added after records were made, with the value every older record was made with
+    #: (:func:`eqlib.experiments.protocol.check_recorded` reads a record without them so)
+    ADDED_FIELDS: ClassVar[dict[str, Any]] = {"batchnorm": True}
 
     config: tuple = (8, "M", 16, "M", 32, "M", 64, "M")
     widths: tuple[float, ...] = (1.0, 0.5)
@@ -76,9 +84,12 @@ class BarrierBudget:
     seeds: tuple[int, ...] = ()
     amp: str = "none"
     channels_last: bool = False
+    batchnorm: bool = True
 
     def __post_init__(self):
         protocol.check_nested(self, "train", TrainConfig)
+        if not isinstance(self.batchnorm, bool):
+            raise TypeError(f"BarrierBudget.batchnorm must be a bool, got {self.batchnorm!r}")
         if self.amp not in ("none", "bf16"):
             raise ValueError(f"BarrierBudget.amp must be 'none' or 'bf16', got {self.amp!r}")
         if not isinstance(self.channels_last, bool):
@@ -155,15 +166,17 @@ def settings(budget: str | None = None, **overrides: object) -> BarrierBudget:
 
 
 def build_network(variant: str, width: float, seed: int, b: BarrierBudget) -> VGG:
-    """A fresh network of ``variant`` (a :class:`~eqlib.models.MirrorGCNN` for ``"gcnn"``, else a BatchNorm VGG).
+    """A fresh network of ``variant`` (a :class:`~eqlib.models.MirrorGCNN` for ``"gcnn"``, else a VGG),
+    with BatchNorm unless ``b.batchnorm`` is False.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; choose from {VARIANTS}")
     if variant == "gcnn":
-        return MirrorGCNN(list(b.config), width=width, seed=seed, fixed_fraction=b.fixed_fraction)
-    return VGG(list(b.config), width=width, seed=seed)
+        return MirrorGCNN(list(b.config), width=width, seed=seed, fixed_fraction=b.fixed_fraction,
+                          batchnorm=b.batchnorm)
+    return VGG(list(b.config), width=width, seed=seed, batchnorm=b.batchnorm)
 
 
 def train_config(variant: str, seed: int, b: BarrierBudget) -> TrainConfig:

@@ -349,7 +349,9 @@ def check_recorded(record: Mapping[str, Any], budget_settings: Any,
     """Assert that a recorded run was made with ``budget_settings`` (a settings dataclass)
     up to the fields in ``allowed_changes`` (dotted keys for nested settings,
     ``"train.epochs"``), and holds the keys ``required``. Settings recorded flat by older
-    code are read with :func:`legacy_settings`.
+    code are read with :func:`legacy_settings`; a field the settings class lists in its
+    ``ADDED_FIELDS`` (``{field: value}``, added after older records were made) and the
+    record lacks is read as that value.
 
     Every experiment's test calls this on its recorded JSONs, so that changing a budget
     without recording again fails the tests.
@@ -365,6 +367,8 @@ def check_recorded(record: Mapping[str, Any], budget_settings: Any,
         raise AssertionError("the record has no 'settings' dict")
     if any(isinstance(v, dict) and not isinstance(got.get(k), Mapping) for k, v in expected.items()):
         got = legacy_settings(got, budget_settings)  # recorded flat, by older code
+    added = getattr(type(budget_settings), "ADDED_FIELDS", {})
+    got = {**{k: v for k, v in added.items() if k not in got}, **got}  # made before the field existed
     expected, got = _dotted(expected), _dotted(got)
     allowed = set(allowed_changes)
     diffs = [d for k in set(expected) | set(got) if k not in allowed
