@@ -365,10 +365,10 @@ def check_recorded(record: Mapping[str, Any], budget_settings: Any,
     got = record.get("settings")
     if not isinstance(got, Mapping):
         raise AssertionError("the record has no 'settings' dict")
-    if any(isinstance(v, dict) and not isinstance(got.get(k), Mapping) for k, v in expected.items()):
-        got = legacy_settings(got, budget_settings)  # recorded flat, by older code
     added = getattr(type(budget_settings), "ADDED_FIELDS", {})
     got = {**{k: v for k, v in added.items() if k not in got}, **got}  # made before the field existed
+    if any(isinstance(v, dict) and not isinstance(got.get(k), Mapping) for k, v in expected.items()):
+        got = legacy_settings(got, budget_settings)  # recorded flat, by older code
     expected, got = _dotted(expected), _dotted(got)
     allowed = set(allowed_changes)
     diffs = [d for k in set(expected) | set(got) if k not in allowed

@@ -59,6 +59,13 @@ def test_records_made_before_the_field_check_as_batchnorm():
         protocol.check_recorded({"settings": nested}, gb.replace(gb.BUDGETS["medium"], batchnorm=False))
     with pytest.raises(AssertionError, match="batchnorm"):
         protocol.check_recorded({"settings": {**nested, "batchnorm": False}}, gb.BUDGETS["medium"])
+    # a flat record (older code, as the shipped laptop record) also reads as made with BatchNorm
+    flat = dict(protocol.load_recorded("gcnn_barrier_laptop.json")["settings"])
+    assert "batchnorm" not in flat and "train" not in flat
+    laptop = gb.replace(gb.BUDGETS["laptop"], seeds=(3, 4, 5))
+    protocol.check_recorded({"settings": flat}, laptop)
+    with pytest.raises(AssertionError, match="batchnorm"):
+        protocol.check_recorded({"settings": flat}, gb.replace(laptop, batchnorm=False))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
