@@ -69,6 +69,8 @@ def test_page(built_book, page):
     errors = re.findall(r'class="[^"]*\boutput (?:traceback|error)\b', main)
     assert not errors, f"{page}: {len(errors)} cell outputs are errors"
     assert "Traceback (most recent call last)" not in main, f"{page}: a traceback is shown"
+    reprs = re.findall(r"&lt;[\w.]+(?: object)? at 0x[0-9a-f]+&gt;|<[\w.]+(?: object)? at 0x[0-9a-f]+>", main)
+    assert not reprs, f"{page}: object reprs shown to readers (a cell ending in a bare call): {reprs[:3]}"
     raw = _RAW_DIRECTIVE.findall(_visible_text(html))
     assert not raw, f"{page}: unrendered directive or role text: {raw[:5]}"
     has_widgets = "application/vnd.jupyter.widget-view+json" in html
