@@ -5,7 +5,6 @@ Chapter: *The main theorem* (book/part2/06_main_theorem).
 from __future__ import annotations
 
 import abc
-import warnings
 
 from dataclasses import dataclass, field
 
@@ -269,7 +268,7 @@ class LatentActions(RecoveryResult):
             (weakly) identifiable; it is proof only when the method's search is exact,
             as the ``"weights"`` row matching is for tanh layers whose rows of
             [W_i | b_i] are pairwise non-parallel (exercise ch06-ex3). None: undecided
-            (the network is not equivariant). ``identifiable`` is a deprecated alias.
+            (the network is not equivariant).
         tol: the tolerance used.
         notes: readable remarks (reduction, fallbacks, failures).
         reduction: the weak case (``"weights"`` on a degenerate network): the
@@ -305,15 +304,6 @@ class LatentActions(RecoveryResult):
     reduction: object | None = None
     reduced_actions: list[Action] | None = None
     reduced_layer_errors: np.ndarray | None = None
-
-    @property
-    def identifiable(self) -> bool | None:
-        """Deprecated alias of :attr:`conclusion_recovered` (the old name overstated it:
-        a recovered conclusion does not show that θ is identifiable)."""
-        warnings.warn("LatentActions.identifiable is deprecated: use conclusion_recovered (it reports "
-                      "whether the theorem's conclusion was recovered, not identifiability)",
-                      DeprecationWarning, stacklevel=2)
-        return self.conclusion_recovered
 
     @property
     def weak(self) -> bool:

@@ -255,12 +255,11 @@ def test_homomorphism_error_sees_a_broken_monomial_action():
     assert homomorphism_error(MonomialAction(G, perm, scales)) == float("inf")
 
 
-def test_identifiable_is_a_deprecated_alias_of_conclusion_recovered():
-    """`LatentActions.identifiable` was renamed (it reports the theorem's conclusion, not
-    identifiability); the old name still answers, with a DeprecationWarning."""
+def test_the_old_name_identifiable_is_gone():
+    """`LatentActions.identifiable` overstated what it reports (the theorem's conclusion,
+    not identifiability); after its deprecation period it is gone (issue #24: dead code)."""
     G = flip()
     rho_in, rho_out = mirror((1, 2, 2)), trivial(G, 1)
     net, _ = plant_equivariant(G, rho_in, rho_out, [4, 6, 1], activation="tanh", seed=0)
     res = latent_actions(net, rho_in, rho_out)
-    with pytest.warns(DeprecationWarning, match="conclusion_recovered"):
-        assert res.identifiable is res.conclusion_recovered is True
+    assert res.conclusion_recovered is True and not hasattr(res, "identifiable")
