@@ -12,10 +12,11 @@ import torch
 
 from ..latent import match_units
 from ..images import mirror_images
-from ..validation import check_tensor
+from ..symmetries import best_assignment
+from ..validation import check_float, check_tensor
 
 __all__ = ["CATEGORIES", "SYMMETRIC", "ANTISYMMETRIC", "PAIR", "NEGATED_PAIR", "UNMATCHED",
-           "PAIRED", "TOLERANCE", "FilterPairing", "filter_pairing"]
+           "PAIRED", "TOLERANCE", "FilterPairing", "filter_pairing", "NegatedCopies", "negated_copies"]
 
 CATEGORIES = ("symmetric", "antisymmetric", "mirrored pair", "negated mirrored pair", "unmatched")
 #: indices into ``CATEGORIES``
@@ -160,3 +161,122 @@ def filter_pairing(W1: torch.Tensor, axis: str = "horizontal", threshold: float 
     cat[pair] = np.where(signs[pair] > 0, PAIR, NEGATED_PAIR)
     return FilterPairing(perm, signs, sim, cat, threshold, self_sim, non_reciprocal,
                          self_symmetric_pair)
+
+
+@dataclass
+class NegatedCopies:
+    """Pairs of rows that are negated copies of each other, w_i ≈ −c w_j with c > 0 (no
+    mirror): the candidates for GELU's bypass pairs.
+
+    Attributes:
+        pairs: (k, 2) int array of the pairs (i, j), i < j, in increasing order of i.
+        cosine: (k,) cos(−w_i, w_j) of each pair (at least ``threshold - TOLERANCE``).
+        n_rows: the number of rows matched.
+        threshold: the cosine a pair reaches.
+        perm: the assignment: row i's negation is matched to row ``perm[i]``.
+        non_reciprocal: rows whose match is another row and reaches the threshold but is
+            not reciprocal (``perm[perm[i]] != i``): not counted.
+        norm_ratio: (k,) ‖w_j‖ / ‖w_i‖ of each pair (1 for an exact bypass pair).
+        bias_sum: (k,) b_i + b_j of each pair (0 when b_i = −b_j), or None without biases.
+        bias_gap: (k,) |b_i + b_j| / (|b_i| + |b_j|) in [0, 1] (0 when b_i = −b_j, also when
+            both are 0; 1 when the biases have the same sign or one is 0), or None.
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+
+    pairs: np.ndarray
+    cosine: np.ndarray
+    n_rows: int
+    threshold: float
+    perm: np.ndarray
+    non_reciprocal: np.ndarray
+    norm_ratio: np.ndarray
+    bias_sum: np.ndarray | None = None
+    bias_gap: np.ndarray | None = None
+
+    @property
+    def count(self) -> int:
+        """The number of negated pairs."""
+        return len(self.pairs)
+
+    def counts(self, first: int | None = None) -> dict[str, int]:
+        """``{"negated pairs": ..., "rows in pairs": ..., "non-reciprocal": ...}``, among the
+        first ``first`` rows if given (a pair counts when both its rows are among them)."""
+        n = self.n_rows if first is None else min(int(first), self.n_rows)
+        inside = (self.pairs < n).all(axis=1) if self.count else np.zeros(0, bool)
+        return {"negated pairs": int(inside.sum()), "rows in pairs": 2 * int(inside.sum()),
+                "non-reciprocal": int(self.non_reciprocal[:n].sum())}
+
+
+def negated_copies(weight: torch.Tensor, bias: torch.Tensor | None = None, *,
+                   threshold: float = 0.8) -> NegatedCopies:
+    """The rows of ``weight`` (n, d) (a layer's units) that are negated copies of other rows.
+
+    The negations −w_i are matched one-to-one to the other rows by the best assignment
+    (``eqlib.symmetries.best_assignment``) on the cosines cos(−w_i, w_j), the diagonal
+    excluded; a pair (i, j) is kept only if the match is reciprocal, π(π(i)) = i ≠ π(i),
+    and its cosine reaches ``threshold`` (at least ``threshold - TOLERANCE``, as in
+    ``filter_pairing``). The cosine is scale-free: w and −c w (c > 0) are a pair. A row that
+    is only a mirror image of another is not a negated copy (no mirror is applied).
+
+    Why it matters: GELU(z) − GELU(−z) = z, so two GELU units with weights w, −w and biases
+    b, −b pass the linear function w·x + b through the layer (a *bypass pair*); for tanh,
+    an odd function, such a pair computes one feature twice. ``bias`` (n,) adds the bias
+    relation of each pair (``bias_sum``, ``bias_gap``); ``norm_ratio`` says whether the
+    two weights have equal norms, as an exact bypass pair's do.
+
+    A score of −4 on the diagonal makes every optimal assignment fixed-point free when
+    n ≥ 2 (moving a fixed point into another cycle changes the total by at least
+    −3 + 4 > 0); a zero row has cosine 0 with every row and is never paired.
+
+    Examples:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> w = torch.randn(4, 50, generator=g)
+        >>> W = torch.cat([w, -2 * w[:2]])  # rows 4, 5 negate rows 0, 1 (scaled)
+        >>> res = negated_copies(W, torch.tensor([0.5, 0.0, 0.1, 0.2, -0.5, 0.3]))
+        >>> res.count, res.pairs.tolist()
+        (2, [[0, 4], [1, 5]])
+        >>> res.bias_gap.round(3).tolist(), res.norm_ratio.tolist()
+        ([0.0, 1.0], [2.0, 2.0])
+
+    Raises:
+        TypeError: ``weight`` or ``bias`` not a real tensor, ``threshold`` not a number.
+        ValueError: ``weight`` not 2-d or with no row, ``bias`` not of shape (n,), not
+            finite, or ``threshold`` outside (0, 1].
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    check_tensor("weight", weight, ndim=2, dtype="real", finite=True)
+    if weight.shape[0] < 1 or weight.shape[1] < 1:
+        raise ValueError(f"weight must have at least one row and one column, got shape {tuple(weight.shape)}")
+    n = weight.shape[0]
+    if bias is not None:
+        check_tensor("bias", bias, ndim=1, dtype="real", finite=True)
+        if bias.shape[0] != n:
+            raise ValueError(f"bias must have shape ({n},) like weight's rows, got {tuple(bias.shape)}")
+    threshold = check_float("threshold", threshold, low=0.0, high=1.0, low_open=True)
+    W = weight.detach().double().cpu()
+    norms = W.norm(dim=1)
+    U = W / norms.clamp_min(1e-300)[:, None]
+    score = -(U @ U.T)  # cos(−w_i, w_j)
+    score.fill_diagonal_(-4.0)
+    perm = best_assignment(score).numpy()
+    cos = score.numpy()[np.arange(n), perm]
+    idx = np.arange(n)
+    other = (perm != idx) & (cos >= threshold - TOLERANCE)
+    reciprocal = perm[perm] == idx
+    first = other & reciprocal & (idx < perm)
+    i = idx[first]
+    j = perm[first]
+    pairs = np.stack([i, j], axis=1) if len(i) else np.zeros((0, 2), dtype=np.int64)
+    nrm = norms.numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(nrm[i] > 0, nrm[j] / np.where(nrm[i] > 0, nrm[i], 1.0), np.inf)
+    bias_sum = bias_gap = None
+    if bias is not None:
+        b = bias.detach().double().cpu().numpy()
+        bias_sum = b[i] + b[j]
+        scale = np.abs(b[i]) + np.abs(b[j])
+        bias_gap = np.where(scale > 0, np.abs(bias_sum) / np.where(scale > 0, scale, 1.0), 0.0)
+    return NegatedCopies(pairs.astype(np.int64), cos[first], n, threshold, perm, other & ~reciprocal,
+                         ratio, bias_sum, bias_gap)

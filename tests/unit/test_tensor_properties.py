@@ -368,9 +368,13 @@ ENTRIES: list[Entry] = [
         progress=False, **T.image_preset()).model.state_dict(), {"images": u8(s, 8, 3, 32, 32),
                                              "labels": torch.randint(0, 3, (8,), generator=gen(s))}),
       ("images", "labels"), tol=1e-3, low=None, examples=3),
+    E(symmetries.best_assignment, lambda n, s: (symmetries.best_assignment, {"score": rn(s, n + 2, n + 2)}),
+      low=None),
     # -- analysis --------------------------------------------------------------------------------------
     E(analysis.filters.filter_pairing, lambda n, s: (lambda W1: vars(analysis.filters.filter_pairing(W1)),
                                                      {"W1": rn(s, 4, 3072)}), low=None),
+    E(analysis.filters.negated_copies, lambda n, s: (lambda weight, bias: vars(analysis.filters.negated_copies(
+        weight, bias)), {"weight": torch.cat([rn(s, n + 2, 8), -rn(s, 1, 8)]), "bias": rn(s + 1, n + 3)}), low=None),
     E(analysis.probes.paired_latents, lambda n, s: (analysis.probes.paired_latents, {
         "model": MLP([3072, 4, 3], seed=s % 97), "y": rn(s, n + 1, 3072), "layers": [1], "axes": ["horizontal"]}),
       "y"),
