@@ -178,7 +178,7 @@ class NegatedCopies:
             not reciprocal (``perm[perm[i]] != i``): not counted.
         norm_ratio: (k,) ‖w_j‖ / ‖w_i‖ of each pair (1 for an exact bypass pair).
         bias_sum: (k,) b_i + b_j of each pair (0 when b_i = −b_j), or None without biases.
-        bias_gap: (k,) |b_i + b_j| / (|b_i| + |b_j|) in [0, 1] (0 when b_i = −b_j, also when
+        bias_gap: (k,) ``abs(b_i + b_j) / (abs(b_i) + abs(b_j))`` in [0, 1] (0 when b_i = −b_j, also when
             both are 0; 1 when the biases have the same sign or one is 0), or None.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.

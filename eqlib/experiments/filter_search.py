@@ -46,9 +46,9 @@ __all__ = ["SearchSettings", "SEARCH_VARIANTS", "SEARCH_KEYS", "SEARCH_BUDGETS",
            "run_search", "EXPERIMENT"]
 
 
-#: the search's training (the chapter's protocol): AdamW-style decoupled decay, the first
+#: The training of the search, as the chapter runs it. AdamW-style decoupled decay, the first
 #: layer's apart, 5 % warm-up then cosine decay to 0, a fresh mirror draw per batch, the mirror
-#: penalty ramped in from half-way; ``penalty_noise`` the same penalty on isotropic noise
+#: penalty ramped in from half-way; ``penalty_noise`` is the same penalty on isotropic noise.
 SEARCH_TRAIN = TrainConfig(task="autoencode", epochs=15, batch_size=128, lr=1e-3, optimizer="adam",
                            weight_decay=1e-4, first_weight_decay=1e-4, schedule="cosine", warmup=0.05,
                            augment_mirror=True, augment_per_batch=True, penalty="equivariance",

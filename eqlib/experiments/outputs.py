@@ -149,7 +149,7 @@ def staged_outputs(out: str | os.PathLike, names: Iterable[str] = ()) -> Iterato
 
 def write_outputs(out: str | os.PathLike, record_name: str, record: Any,
                   figures: Mapping[str, Any] = (), *, dpi: int = 110) -> list[Path]:
-    """Write a run's JSON ``record_name`` (:func:`write_json`) and its ``figures``
+    """Write a run's JSON ``record_name`` (``write_json`` of eqlib.experiments.records) and its ``figures``
     (``{file name: matplotlib figure}``, saved as PNG and closed) into ``out`` through
     :func:`staged_outputs`: all are written into a temporary folder beside ``out`` (the
     JSON first), their names checked, then moved in at once.

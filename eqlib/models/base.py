@@ -75,7 +75,7 @@ class EquivariantLayer(Layer):
     @torch.no_grad()
     def check_equivariance(self, x: torch.Tensor, *, atol: float | None = None,
                            elements: str = "generators") -> float:
-        """max |f(ρ_in(g) x) − ρ_out(g) f(x)| over the batch ``x`` and the group's
+        """The largest ``abs(f(ρ_in(g) x) − ρ_out(g) f(x))`` over the batch ``x`` and the group's
         generators (``elements="generators"``: enough, since ρ_in and ρ_out are
         homomorphisms) or all its elements (``elements="all"``).
 
