@@ -54,12 +54,13 @@ def check_int(name: str, value: Any, low: int | None = None, high: int | None = 
     Examples:
         >>> check_int("width", 2.0, 1)
         2
-        >>> check_int("width", True)
-        Traceback (most recent call last):
-        TypeError: width must be an integer, got True
-        >>> check_int("width", 0, 1)
-        Traceback (most recent call last):
-        ValueError: width must be an integer >= 1, got 0
+        >>> for bad in (True, 0):
+        ...     try:
+        ...         check_int("width", bad, 1)
+        ...     except (TypeError, ValueError) as exc:
+        ...         print(type(exc).__name__, exc)
+        TypeError width must be an integer >= 1, got True
+        ValueError width must be an integer >= 1, got 0
 
     Chapter: used by every chapter (the argument checks of ``eqlib``).
     """
@@ -89,9 +90,11 @@ def check_float(name: str, value: Any, low: float | None = None, high: float | N
     Examples:
         >>> check_float("lr", 1e-3, 0.0, low_open=True)
         0.001
-        >>> check_float("lr", float("nan"))
-        Traceback (most recent call last):
-        ValueError: lr must be a finite number, got nan
+        >>> try:
+        ...     check_float("lr", float("nan"))
+        ... except ValueError as exc:
+        ...     print(exc)
+        lr must be a finite number, got nan
 
     Chapter: used by every chapter (the argument checks of ``eqlib``).
     """

@@ -149,6 +149,9 @@ _PLAYER_JS = r"""
 """
 
 
+_MAX_SHOT = 16_000  # px
+
+
 def check_page(context, origin: str, html_root: Path, page_rel: str,
                screenshot: Path | None = None) -> tuple[list[str], dict]:
     """Open one page; return every problem found (empty when fine) and a few counts.
@@ -195,7 +198,12 @@ def check_page(context, origin: str, html_root: Path, page_rel: str,
     problems += check_links(html_root, page_rel, facts["hrefs"])
     if screenshot is not None:
         screenshot.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(screenshot), full_page=True, timeout=120_000)
+        # Chromium cannot capture a page taller than its largest texture (16,384 px): a very
+        # long page (the API reference) is captured down to that height
+        height = page.evaluate("document.documentElement.scrollHeight")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        clip = None if height <= _MAX_SHOT else {"x": 0, "y": 0, "width": width, "height": _MAX_SHOT}
+        page.screenshot(path=str(screenshot), full_page=True, clip=clip, timeout=120_000)
     page.close()
     return problems, {k: facts[k] for k in ("nImages", "mjx", "mathSources", "views", "renderedWidgets", "players")}
 

@@ -53,3 +53,12 @@ def test_the_checks_find_the_defects():
     assert shows_a_generator("import torch\ntorch.manual_seed(0)")
     assert not shows_a_generator("import torch\n_ = torch.manual_seed(0)")
     assert not shows_a_generator("torch.manual_seed(0)\nx = 1")
+
+
+def test_no_docstring_shows_a_traceback():
+    """The API reference page renders docstrings, and a page that shows
+    "Traceback (most recent call last)" reads as broken: doctested errors print the
+    exception instead."""
+    found = [str(p.relative_to(ROOT)) for p in (ROOT / "eqlib").rglob("*.py")
+             if "Traceback (most recent call last)" in p.read_text()]
+    assert not found, found
