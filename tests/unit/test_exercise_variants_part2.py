@@ -51,7 +51,7 @@ def _book_fails(chapter, keys, v, run_book):
 
 
 def test_no_variant_gives_the_book_numbers():
-    for chapter in ("ch09",):
+    for chapter in ("ch08", "ch09"):
         assert variants.current() is None
         assert _same(fresh(chapter).given(), fresh(chapter).given())
 
@@ -115,3 +115,112 @@ def test_ch09_book_answers_pass_without_variant():
                                             _ch09_ex1_answer(g))
     a, W1 = g["ex2_slope"], g["ex2_W1"]
     fresh("ch09").check_residual_invariant(-2 / (1 + a) * torch.linalg.pinv(W1), W1, slope=a)
+
+
+# ---- chapter 8 ------------------------------------------------------------------------
+
+def _ch08_conv(W):
+    from eqlib.models.convnet import SameConv
+
+    conv = SameConv(1, 1, 6, 3, seed=0)
+    with torch.no_grad():
+        conv.weight.copy_(W.reshape(1, 1, 3, 3))
+    return conv
+
+
+def _ch08_turned(W):
+    """The notebook's solution: (rot_r⁻¹ W)_ij = W_{2−j, i}, entry by entry."""
+    return torch.tensor([[float(W[2 - j, i]) for j in range(3)] for i in range(3)])
+
+
+def test_ch08_book_numbers():
+    g = fresh("ch08").given()
+    assert torch.equal(g["ex2_filter"], torch.arange(1.0, 10.0).reshape(3, 3))
+    assert g["ex4_head_perm"] == (2, 1, 0, 4, 3) and g["ex4_seed"] == 7
+    assert torch.equal(_ch08_turned(g["ex2_filter"]),
+                       torch.tensor([[7.0, 4.0, 1.0], [8.0, 5.0, 2.0], [9.0, 6.0, 3.0]]))
+
+
+@pytest.mark.parametrize("v", PAIRS, ids=str)
+def test_ch08_ex2_variants(v):
+    from eqlib.groups import cyclic
+
+    r = cyclic(4)["r"]
+    book = fresh("ch08").given()["ex2_filter"]
+    W = _given("ch08", v)["ex2_filter"]
+    assert sorted(W.flatten().tolist()) == list(range(1, 10))      # (d) 1..9, distinct
+    with variants.variant(v):                                      # (a)
+        fresh("ch08").check_turned_filter(_ch08_conv(W), r, _ch08_turned(W))
+    _book_fails("ch08", ["ex2_filter"], v, lambda: fresh("ch08").check_turned_filter(
+        _ch08_conv(book), r, _ch08_turned(book)))                  # (b), the book's copy
+    _book_fails("ch08", ["ex2_filter"], v, lambda: fresh("ch08").check_turned_filter(
+        _ch08_conv(W), r, _ch08_turned(book)))                     # (b), this copy's layer
+
+
+def _ch08_planted(g):
+    import numpy as np
+
+    from eqlib.latent.attention import patch_mirror_action, plant_attention_equivariant
+
+    mirror = patch_mirror_action((1, 8, 12), 4)
+    planted = plant_attention_equivariant(
+        mirror, np.array([[0, 1, 2, 3, 4], g["ex4_head_perm"]]), d_k=4, d_v=4,
+        seed=g["ex4_seed"])
+    return mirror, planted
+
+
+def _ch08_tau(mirror, planted):
+    """The notebook's solution: match heads by their attention maps; returns τ and the
+    best and second-best distances of every head."""
+    from eqlib.images import patchify
+
+    images = torch.randn(8, 1, 8, 12, generator=torch.Generator().manual_seed(0))
+    X, m = patchify(images, 4), mirror.group["m"]
+    with torch.no_grad():
+        A = planted.layer.attention_maps(X)
+        A_m = planted.layer.attention_maps(mirror.act(m, X))
+    rows = mirror.permute_tokens(m, A)
+    moved = mirror.permute_tokens(m, rows.transpose(-1, -2)).transpose(-1, -2)
+    dist = torch.stack([(A_m - moved[:, h:h + 1]).flatten(2).norm(dim=2).sum(0)
+                        for h in range(A.shape[1])])
+    return dist.argmin(1).tolist(), dist.sort(1).values[:, :2]
+
+
+@pytest.mark.parametrize("v", PAIRS, ids=str)
+def test_ch08_ex4_variants(v):
+    book = fresh("ch08").given()
+    g = _given("ch08", v)
+    tau0 = g["ex4_head_perm"]
+    assert sorted(tau0) == list(range(5)) and tau0 != tuple(range(5))       # (d) τ_m ≠ id,
+    assert all(tau0[tau0[h]] == h for h in range(5))                        # an involution
+    mirror, planted = _ch08_planted(g)
+    tau, best = _ch08_tau(mirror, planted)
+    assert tau == planted.head_perm["m"].tolist()                           # (d) the maps
+    assert float(best[:, 0].max()) < 1e-3 < float(best[:, 1].min())         # decide it
+    with variants.variant(v):                                               # (a)
+        fresh("ch08").check_head_permutation(tau, planted)
+    _, book_planted = _ch08_planted(book)
+    book_tau = book_planted.head_perm["m"].tolist()
+    keys = ["ex4_head_perm", "ex4_seed"]
+    _book_fails("ch08", keys, v, lambda: fresh("ch08").check_head_permutation(
+        book_tau, book_planted))                                            # (b) book's copy
+    if book_tau != tau:                                                     # (b) this copy
+        _book_fails("ch08", keys, v, lambda: fresh("ch08").check_head_permutation(
+            book_tau, planted))
+
+
+def test_ch08_students_differ():
+    _students_differ("ch08", ["ex2_filter"])
+    _students_differ("ch08", ["ex4_head_perm", "ex4_seed"])
+
+
+def test_ch08_book_answers_pass_without_variant():
+    from eqlib.groups import cyclic
+
+    g = fresh("ch08").given()
+    fresh("ch08").check_turned_filter(_ch08_conv(g["ex2_filter"]), cyclic(4)["r"],
+                                      _ch08_turned(g["ex2_filter"]))
+    mirror, planted = _ch08_planted(g)
+    tau, _ = _ch08_tau(mirror, planted)
+    assert tau == [3, 4, 2, 0, 1]
+    fresh("ch08").check_head_permutation(tau, planted)
