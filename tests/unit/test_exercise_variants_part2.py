@@ -51,7 +51,7 @@ def _book_fails(chapter, keys, v, run_book):
 
 
 def test_no_variant_gives_the_book_numbers():
-    for chapter in ("ch08", "ch09"):
+    for chapter in ("ch07", "ch08", "ch09"):
         assert variants.current() is None
         assert _same(fresh(chapter).given(), fresh(chapter).given())
 
@@ -224,3 +224,86 @@ def test_ch08_book_answers_pass_without_variant():
     tau, _ = _ch08_tau(mirror, planted)
     assert tau == [3, 4, 2, 0, 1]
     fresh("ch08").check_head_permutation(tau, planted)
+
+
+# ---- chapter 7 ------------------------------------------------------------------------
+
+def _ch07_ex1_answer(g):
+    s = torch.tensor(g["ex1_signs"], dtype=torch.float32)
+    return torch.diag(s), (1 - s) / 2
+
+
+def _ch07_ex4_answer(g):
+    """The notebook's solution: row j of W_1 r is row π(j) of W_1, k[j, π(j)] = 1."""
+    W1 = g["ex4_W1"]
+    return (W1 @ g["ex4_rotation"] @ W1.T > 0.5).float()
+
+
+def test_ch07_book_numbers():
+    g = fresh("ch07").given()
+    assert g["ex1_signs"] == (-1, -1, -1)
+    D, c = _ch07_ex1_answer(g)
+    assert torch.equal(D, -torch.eye(3)) and torch.equal(c, torch.ones(3))
+    assert torch.equal(g["ex4_W1"], torch.cat([torch.eye(2), -torch.eye(2)]))
+    assert torch.equal(g["ex4_rotation"], torch.tensor([[0.0, -1.0], [1.0, 0.0]]))
+    k = torch.zeros(4, 4)
+    k[[0, 1, 2, 3], [3, 0, 1, 2]] = 1.0
+    assert torch.equal(_ch07_ex4_answer(g), k)
+
+
+@pytest.mark.parametrize("v", PAIRS, ids=str)
+def test_ch07_ex1_variants(v):
+    book = fresh("ch07").given()
+    g = _given("ch07", v)
+    s = g["ex1_signs"]
+    assert 3 <= len(s) <= 5 and set(s) <= {-1, 1} and -1 in s      # (d) affine, not linear
+    with variants.variant(v):                                        # (a)
+        fresh("ch07").check_sigmoid_flip(*_ch07_ex1_answer(g))
+    _book_fails("ch07", ["ex1_signs"], v,
+                lambda: fresh("ch07").check_sigmoid_flip(*_ch07_ex1_answer(book)))
+
+
+@pytest.mark.parametrize("v", PAIRS, ids=str)
+def test_ch07_ex4_variants(v):
+    from eqlib.actions import from_matrices
+    from eqlib.groups import cyclic
+    from eqlib.latent import latent_actions
+    from eqlib.models import MLP
+
+    book = fresh("ch07").given()
+    g = _given("ch07", v)
+    W1, r = g["ex4_W1"], g["ex4_rotation"]
+    k = _ch07_ex4_answer(g)
+    # (d) the rows are ±e_1, ±e_2 and r a quarter turn: the network passes, k in K_1
+    assert sorted(map(tuple, W1.tolist())) == [(-1.0, 0.0), (0.0, -1.0), (0.0, 1.0), (1.0, 0.0)]
+    assert torch.equal(r @ r, -torch.eye(2))
+    C4 = cyclic(4)
+    rot4 = from_matrices(C4, {C4["r"]: r})
+    net = MLP([2, 4, 2], "gelu")
+    with torch.no_grad():
+        net.layers[0].weight.copy_(W1)
+        net.layers[0].bias.zero_()
+        net.layers[1].weight.copy_(W1.T)
+        net.layers[1].bias.zero_()
+    res = latent_actions(net, rot4, rot4)
+    assert res.ok and torch.allclose(res.matrix(1, C4["r"]), k)
+    with variants.variant(v):                                        # (a)
+        fresh("ch07").check_bypass_c4(k)
+    _book_fails("ch07", ["ex4_W1", "ex4_rotation"], v,
+                lambda: fresh("ch07").check_bypass_c4(_ch07_ex4_answer(book)))
+
+
+def test_ch07_students_differ():
+    _students_differ("ch07", ["ex1_signs"])
+    _students_differ("ch07", ["ex4_W1", "ex4_rotation"])
+
+
+def test_ch07_bypass_weights_inputs_per_variant():
+    """ch07-ex2 is a construction (no numbers): only its test inputs depend on the variant."""
+    W1 = torch.tensor([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    W2 = torch.tensor([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, -1.0]])
+    for v in PAIRS:
+        with variants.variant(v):
+            fresh("ch07").check_bypass_weights(W1, W2)
+            with pytest.raises(ExerciseError):
+                fresh("ch07").check_bypass_weights(W1, -W2)
