@@ -51,7 +51,7 @@ def _book_fails(chapter, keys, v, run_book):
 
 
 def test_no_variant_gives_the_book_numbers():
-    for chapter in ("ch07", "ch08", "ch09"):
+    for chapter in ("ch06", "ch07", "ch08", "ch09"):
         assert variants.current() is None
         assert _same(fresh(chapter).given(), fresh(chapter).given())
 
@@ -307,3 +307,166 @@ def test_ch07_bypass_weights_inputs_per_variant():
             fresh("ch07").check_bypass_weights(W1, W2)
             with pytest.raises(ExerciseError):
                 fresh("ch07").check_bypass_weights(W1, -W2)
+
+
+# ---- chapter 6 ------------------------------------------------------------------------
+
+def _ch06_ex1_answer(g):
+    """The notebook's solution: match the rows of [W_1 ρ_in(m) | b_1] with those of
+    [W_1 | b_1] up to sign; also returns ρ_out(m) read off W_2 k_1(m) = ±W_2."""
+    B = torch.cat([g["ex1_W1"], g["ex1_b1"][:, None]], 1)
+    A = torch.cat([g["ex1_W1"].flip(1), g["ex1_b1"][:, None]], 1)
+    same, opposite = (A[:, None] == B[None]).all(2), (A[:, None] == -B[None]).all(2)
+    assert bool(((same | opposite).sum(1) == 1).all())          # (d) a unique match
+    perm = (same | opposite).float().argmax(1).tolist()
+    signs = [1 if bool(same[j, i]) else -1 for j, i in enumerate(perm)]
+    k = torch.zeros(3, 3)
+    k[range(3), perm] = torch.tensor(signs, dtype=torch.float32)
+    W2 = g["ex1_W2"]
+    rho = 1 if torch.equal(W2 @ k, W2) else -1
+    assert torch.equal(W2 @ k, rho * W2)                         # (d) f(m x) = ±f(x)
+    return perm, signs, rho
+
+
+def test_ch06_book_numbers():
+    g = fresh("ch06").given()
+    assert torch.equal(g["ex1_W1"], torch.tensor([[1.0, -1.0], [3.0, -1.0], [-1.0, 3.0]]))
+    assert torch.equal(g["ex1_b1"], torch.tensor([0.0, 0.4, 0.4]))
+    assert torch.equal(g["ex1_W2"], torch.tensor([[1.0, 0.5, -0.5]]))
+    assert _ch06_ex1_answer(g) == ([0, 2, 1], [-1, 1, 1], -1)
+    assert (g["ex4_unit"], g["ex4_position"]) == (1, 3)
+
+
+@pytest.mark.parametrize("v", PAIRS, ids=str)
+def test_ch06_ex1_variants(v):
+    from eqlib.images import mirror
+    from eqlib.groups import flip
+    from eqlib.models import MLP
+
+    book = fresh("ch06").given()
+    g = _given("ch06", v)
+    W1, b1 = g["ex1_W1"], g["ex1_b1"]
+    assert torch.equal(W1, W1.round()) and torch.equal((b1 * 5).round() / 5, b1)   # (d)
+    B = torch.cat([W1, b1[:, None]], 1)
+    assert bool((B.abs().sum(1) > 0).all())                      # (d) nonzero rows, no two
+    for i in range(3):                                           # equal or opposite
+        for j in range(i):
+            assert not torch.equal(B[i], B[j]) and not torch.equal(B[i], -B[j])
+    perm, signs, rho = _ch06_ex1_answer(g)
+    net = MLP([2, 3, 1], "tanh", seed=0)                         # (d) f(m x) = ρ f(x)
+    with torch.no_grad():
+        net.layers[0].weight.copy_(W1)
+        net.layers[0].bias.copy_(b1)
+        net.layers[1].weight.copy_(g["ex1_W2"])
+        net.layers[1].bias.zero_()
+        xs = torch.randn(100, 2, generator=torch.Generator().manual_seed(0))
+        assert torch.allclose(net(mirror((1, 1, 2)).act(flip()["m"], xs)), rho * net(xs),
+                              atol=1e-6)
+    with variants.variant(v):                                    # (a)
+        fresh("ch06").check_swap_action(perm, signs)
+    book_perm, book_signs, _ = _ch06_ex1_answer(book)
+    if (book_perm, book_signs) != (perm, signs):                 # (b)
+        _book_fails("ch06", ["ex1_W1", "ex1_b1", "ex1_W2"], v,
+                    lambda: fresh("ch06").check_swap_action(book_perm, book_signs))
+
+
+def _ch06_small():
+    from eqlib.models import MLP
+
+    small = MLP([2, 2, 2, 1], "tanh", seed=0)
+    weights = [([[2.0, -1.0], [1.0, -2.0]], [0.5, -0.5]),
+               ([[1.0, 0.5], [-0.5, -1.0]], [0.3, 0.3]),
+               ([[1.0, 1.0]], [0.2])]
+    with torch.no_grad():
+        for layer, (W, b) in zip(small.layers, weights):
+            layer.weight.copy_(torch.tensor(W))
+            layer.bias.copy_(torch.tensor(b))
+    return small
+
+
+def _ch06_cloned(small, g):
+    """The notebook's solution: small's units in order, a copy of unit ex4_unit at
+    ex4_position, the two sharing the original's outgoing column equally."""
+    from eqlib.models import MLP
+
+    unit = g["ex4_unit"] - 1
+    order = [0, 1]
+    order.insert(g["ex4_position"] - 1, unit)
+    share = torch.tensor([0.5 if j == unit else 1.0 for j in order])
+    cloned = MLP([2, 3, 2, 1], "tanh", seed=0)
+    with torch.no_grad():
+        cloned.layers[0].weight.copy_(small.layers[0].weight[order])
+        cloned.layers[0].bias.copy_(small.layers[0].bias[order])
+        cloned.layers[1].weight.copy_(small.layers[1].weight[:, order] * share)
+        cloned.layers[1].bias.copy_(small.layers[1].bias)
+        cloned.layers[2].weight.copy_(small.layers[2].weight)
+        cloned.layers[2].bias.copy_(small.layers[2].bias)
+    return cloned
+
+
+def _ch06_lift(g):
+    from eqlib.actions import trivial
+    from eqlib.groups import flip
+    from eqlib.images import mirror
+    from eqlib.latent import latent_actions
+
+    G = flip()
+    small = _ch06_small()
+    cloned = _ch06_cloned(small, g)
+    swap, rout = mirror((1, 1, 2)), trivial(G, 1)
+    return small, cloned, swap, rout, G["m"], latent_actions(cloned, swap, rout).matrix(1, G["m"])
+
+
+@pytest.mark.parametrize("v", PAIRS, ids=str)
+def test_ch06_ex4_variants(v):
+    from eqlib.symmetries import symmetry_group
+
+    book = fresh("ch06").given()
+    g = _given("ch06", v)
+    assert g["ex4_unit"] in (1, 2) and g["ex4_position"] in (1, 2, 3)
+    small, cloned, swap, rout, m, lift = _ch06_lift(g)
+    assert sorted((lift != 0).sum(1).tolist()) == [1, 1, 3]       # (d) a clone's row,
+    assert not symmetry_group("tanh", 3).contains(lift)           # so not in K_1
+    with variants.variant(v):                                     # (a)
+        fresh("ch06").check_clone_lift(small, cloned, swap, rout, m, lift)
+    _, book_cloned, *_, book_lift = _ch06_lift(book)
+    keys = ["ex4_unit", "ex4_position"]
+    _book_fails("ch06", keys, v, lambda: fresh("ch06").check_clone_lift(
+        small, book_cloned, swap, rout, m, book_lift))            # (b), the book's copy
+    if not torch.equal(book_lift, lift):                          # (b), this copy
+        _book_fails("ch06", keys, v, lambda: fresh("ch06").check_clone_lift(
+            small, cloned, swap, rout, m, book_lift))
+
+
+def test_ch06_students_differ():
+    _students_differ("ch06", ["ex1_W1", "ex1_b1", "ex1_W2"])
+    _students_differ("ch06", ["ex4_unit", "ex4_position"])
+
+
+def test_ch06_row_matcher_inputs_per_variant():
+    """ch06-ex2 is a construction: only its random instances depend on the variant, and a
+    wrong matcher's message shows no expected permutation."""
+    from eqlib.actions import trivial
+    from eqlib.groups import flip
+    from eqlib.images import mirror
+    from eqlib.latent import latent_actions, match_units, plant_equivariant
+
+    G = flip()
+    rin, rout = mirror((1, 4, 4)), trivial(G, 3)
+    net, _ = plant_equivariant(G, rin, rout, [16, 12, 3], activation="tanh", seed=0)
+    res = latent_actions(net, rin, rout)
+
+    def right(A, B):
+        perm, signs, _ = match_units(A, B, signed=True)
+        return perm, signs
+
+    def unsigned(A, B):
+        perm, _ = right(A, B)
+        return perm, torch.ones(len(perm))
+
+    for v in PAIRS[:2]:
+        with variants.variant(v):
+            fresh("ch06").check_row_matcher(right, net, rin, res)
+            with pytest.raises(ExerciseError) as err:
+                fresh("ch06").check_row_matcher(unsigned, net, rin, res)
+        assert "signs [1.0" in str(err.value) and "-1.0" not in str(err.value)
