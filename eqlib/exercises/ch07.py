@@ -36,7 +36,7 @@ def given() -> dict:
             draw[int(torch.randint(0, n, (), generator=gen))] = -1
         signs = tuple(draw)
     gen = variants.parameter_generator("ch07-ex4")
-    rows = torch.cat([torch.eye(2), -torch.eye(2)])
+    rows = torch.cat([torch.eye(2), -torch.eye(2)]) + 0.0     # no -0.0 entries
     turn = 1.0
     if gen is not None:
         rows = rows[torch.randperm(4, generator=gen)]
