@@ -4,10 +4,80 @@ from __future__ import annotations
 import torch
 
 from ..seeds import torch_generator
-from . import passed, require
+from . import passed, require, variants
 
-__all__ = ["check_transported_weight", "check_latent_action", "check_row_matcher",
-           "check_clone_lift"]
+__all__ = ["given", "check_transported_weight", "check_latent_action", "check_swap_action",
+           "check_row_matcher", "check_clone_lift"]
+
+_STEPS = (0.5, 1.0, 1.5)
+
+
+def given() -> dict:
+    """The numbers this copy's exercises give, for the current variant
+    (``eqlib.exercises.variants``).
+
+    - ``"ex1_W1"`` (3×2), ``"ex1_b1"`` (3,) and ``"ex1_W2"`` (1×3): the weights of
+      ``ex_net`` (2→3→1, tanh, b_2 = 0) in ch06-ex1. Book: W_1 = ((1, −1), (3, −1), (−1, 3)),
+      b_1 = (0, 0.4, 0.4), W_2 = (1, 0.5, −0.5). A variant draws a network of the same kind:
+      swapping the inputs maps every row of [W_1 | b_1] to plus or minus another (one unit
+      matched to itself, two to each other, in a random order), no two rows equal or
+      opposite (so k_1(m) is unique), integer weights, biases in steps of 0.2, and W_2 with
+      W_2 k_1(m) = ±W_2 (so f(m x) = ±f(x)).
+    - ``"ex4_unit"`` and ``"ex4_position"``: in ch06-ex4, the unit of ``small``'s first
+      layer that is cloned and the position (1 to 3) of the clone in the cloned network's
+      first layer. Book: unit 1, position 3. A variant draws both.
+
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
+    """
+    gen = variants.parameter_generator("ch06-ex1")
+    if gen is None:
+        W1 = torch.tensor([[1.0, -1.0], [3.0, -1.0], [-1.0, 3.0]])
+        b1, W2 = torch.tensor([0.0, 0.4, 0.4]), torch.tensor([[1.0, 0.5, -0.5]])
+    else:
+        W1, b1, W2 = _draw_swap_net(gen)
+    gen = variants.parameter_generator("ch06-ex4")
+    unit, position = (1, 3) if gen is None else (int(torch.randint(1, 3, (), generator=gen)),
+                                                 int(torch.randint(1, 4, (), generator=gen)))
+    return {"ex1_W1": W1, "ex1_b1": b1, "ex1_W2": W2, "ex4_unit": unit, "ex4_position": position}
+
+
+def _draw_swap_net(gen: torch.Generator):
+    """A 2→3→1 tanh network equivariant under swapping its inputs (see ``given``)."""
+    def pick(values):
+        return values[int(torch.randint(0, len(values), (), generator=gen))]
+
+    out_sign, pair_sign = pick((-1.0, 1.0)), pick((-1.0, 1.0))
+    a = pick((-3.0, -2.0, -1.0, 1.0, 2.0, 3.0))
+    # the unit matched to itself: (a, a) keeps its row (sign +1), (a, −a) negates it,
+    # which its bias allows only when it is 0
+    rows = [(a, out_sign * a)]
+    biases = [pick((-0.6, -0.4, -0.2, 0.0, 0.2, 0.4, 0.6)) if out_sign > 0 else 0.0]
+    p, q = pick(((1.0, 2.0), (1.0, 3.0), (2.0, 3.0), (2.0, 1.0), (3.0, 1.0), (3.0, 2.0)))
+    p, q = p * pick((-1.0, 1.0)), q * pick((-1.0, 1.0))
+    c = pick((0.2, 0.4, 0.6, 0.8)) * pick((-1.0, 1.0))
+    rows += [(p, q), (pair_sign * q, pair_sign * p)]   # each the other's swap, up to sign
+    biases += [c, pair_sign * c]
+    w0, w1 = pick(_STEPS) * pick((-1.0, 1.0)), pick(_STEPS) * pick((-1.0, 1.0))
+    outgoing = [w0, w1, out_sign * pair_sign * w1]     # W_2 k_1(m) = out_sign W_2
+    order = torch.randperm(3, generator=gen)
+    return (torch.tensor(rows)[order], torch.tensor(biases)[order],
+            torch.tensor([outgoing])[:, order])
+
+
+def _swap_setting():
+    """``ex_net`` of ch06-ex1 built from ``given()``, the swap of its two inputs and m."""
+    from ..images import mirror
+    from ..groups import flip
+    from ..models import MLP
+
+    numbers = given()
+    net = MLP([2, 3, 1], "tanh", seed=0)
+    with torch.no_grad():
+        net.layers[0].weight.copy_(numbers["ex1_W1"])
+        net.layers[0].bias.copy_(numbers["ex1_b1"])
+        net.layers[1].weight.copy_(numbers["ex1_W2"])
+        net.layers[1].bias.zero_()
+    return net, mirror((1, 1, 2)), flip()["m"]
 
 
 def check_transported_weight(model, rho_in, g, answer) -> None:
@@ -27,17 +97,34 @@ def check_transported_weight(model, rho_in, g, answer) -> None:
 
 
 def check_latent_action(model, rho_in, g, perm, signs) -> None:
-    """Exercise ch06-ex1 and step 2 of the worked example: k_1(g) as (perm, signs) with
+    """Step 2 of the worked example (*The theorem by hand*): k_1(g) as (perm, signs) with
     f_1(ρ_in(g) x) = k_1(g) f_1(x).
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
+    err = _latent_action_error(model, rho_in, g, perm, signs, torch_generator(5))
+    passed(f"Correct: layer 1 is equivariant under your k_1(g) (error {err:.1e})")
+
+
+def check_swap_action(perm, signs) -> None:
+    """Exercise ch06-ex1: k_1(m) of ``ex_net`` (built from ``given()``, whatever the
+    notebook holds) as (perm, signs), with f_1(m x) = k_1(m) f_1(x), m swapping the inputs.
+
+    Chapter: *The main theorem* (book/part2/06_main_theorem).
+    """
+    net, swap, m = _swap_setting()
+    err = _latent_action_error(net, swap, m, perm, signs,
+                               variants.input_generator("ch06-ex1", book=5))
+    passed(f"Correct: layer 1 is equivariant under your k_1(m) (error {err:.1e})")
+
+
+def _latent_action_error(model, rho_in, g, perm, signs, gen) -> float:
     d = model.layers[0].out_dim
     perm, signs = torch.as_tensor(perm).long(), torch.as_tensor(signs, dtype=torch.float32)
     require(perm.shape == (d,) and signs.shape == (d,), f"perm and signs must both have shape ({d},)")
     require(torch.equal(torch.sort(perm).values, torch.arange(d)), "perm is not a permutation of 0..d-1")
     require(bool((signs.abs() == 1).all()), "signs must be ±1 (tanh's symmetry group is signed permutations)")
-    x = torch.randn(64, rho_in.dim, generator=torch_generator(5))
+    x = torch.randn(64, rho_in.dim, generator=gen)
     f1 = model.layers[0]
     with torch.no_grad():
         lhs = f1(rho_in.act(g, x))
@@ -45,7 +132,7 @@ def check_latent_action(model, rho_in, g, perm, signs) -> None:
     err = float((lhs - rhs).norm() / lhs.norm())
     require(err < 1e-4, f"f_1(ρ_in(g) x) ≠ k f_1(x): relative error {err:.3g}. Match the rows of "
                         "[W_1 ρ_in(g) | b_1] with those of [W_1 | b_1] up to sign")
-    passed(f"Correct: layer 1 is equivariant under your k_1(g) (error {err:.1e})")
+    return err
 
 
 def _monomial(perm, signs, name: str):
@@ -65,14 +152,15 @@ def check_row_matcher(match_rows, model, rho_in, result) -> None:
     """Exercise ch06-ex2: a hand-written signed row matcher ``match_rows(A, B)``.
 
     ``match_rows(A, B)`` must return ``(perm, signs)`` with ``A[j] ≈ signs[j] B[perm[j]]``.
-    It is tried on random signed permutations of random rows (with a little noise) and
+    It is tried on random signed permutations of random rows (with a little noise; the
+    inputs come from ``variants.input_generator("ch06-ex2")``) and
     then on layer 1 of ``model``, where for every g of ``result.group`` it must give the
     k_1(g) that ``latent_actions`` found (``result``).
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
     require(callable(match_rows), f"match_rows must be a function, got {type(match_rows).__name__}")
-    gen = torch_generator(61)
+    gen = variants.input_generator("ch06-ex2", book=61)
     for n in (1, 3, 8):
         B = torch.randn(n, 5, generator=gen)
         perm, signs = torch.randperm(n, generator=gen), torch.randint(0, 2, (n,), generator=gen) * 2 - 1.0
@@ -84,8 +172,8 @@ def check_row_matcher(match_rows, model, rho_in, result) -> None:
         expected = _monomial(perm, signs, name="test instance")
         require(torch.equal(k, expected),
                 f"on a random {n}x5 instance with A[j] = s_j B[perm_j] your matcher returned "
-                f"perm {torch.as_tensor(got[0]).tolist()}, signs {torch.as_tensor(got[1]).tolist()}; "
-                f"expected perm {perm.tolist()}, signs {signs.tolist()}. Score pairs by |cos| "
+                f"perm {torch.as_tensor(got[0]).tolist()}, signs {torch.as_tensor(got[1]).tolist()}, "
+                "not the expected perm and signs of that instance. Score pairs by |cos| "
                 "(signs allowed), maximise with linear_sum_assignment, read the sign of cos")
     layer = model.layers[0]
     W, b = layer.weight.detach(), layer.bias.detach()[:, None]
@@ -101,8 +189,10 @@ def check_row_matcher(match_rows, model, rho_in, result) -> None:
 def check_clone_lift(model, cloned, rho_in, rho_out, g, answer) -> None:
     """Exercise ch06-ex4: the lifted k_1(g) of a network with one cloned unit.
 
-    ``cloned`` must compute the same function as ``model`` with one more unit in layer 1,
-    and ``answer`` must be the (d+1)x(d+1) lift k_1(g) that ``latent_actions`` returns.
+    ``cloned`` must compute the same function as ``model`` with one more unit in layer 1
+    (under a variant: the copy of unit ``given()["ex4_unit"]`` at position
+    ``given()["ex4_position"]``), and ``answer`` must be the (d+1)x(d+1) lift k_1(g) that
+    ``latent_actions`` returns.
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
@@ -113,7 +203,18 @@ def check_clone_lift(model, cloned, rho_in, rho_out, g, answer) -> None:
     require(list(cloned.dims) == [model.dims[0], d + 1] + list(model.dims[2:]),
             f"the cloned network must have widths {[model.dims[0], d + 1] + list(model.dims[2:])}, "
             f"got {list(cloned.dims)}")
-    x = torch.randn(256, model.dims[0], generator=torch_generator(62))
+    if variants.current() is not None:
+        numbers = given()
+        unit, position = numbers["ex4_unit"], numbers["ex4_position"]
+        order = list(range(d))
+        order.insert(position - 1, unit - 1)
+        W1, b1 = model.layers[0].weight.detach(), model.layers[0].bias.detach()
+        require(torch.equal(cloned.layers[0].weight.detach(), W1[order])
+                and torch.equal(cloned.layers[0].bias.detach(), b1[order]),
+                f"layer 1 of the cloned network must hold the units of the network in their "
+                f"order with a copy of unit {unit} (row of W_1 and bias) at position {position}: "
+                "given[\"ex4_unit\"] and given[\"ex4_position\"]")
+    x = torch.randn(256, model.dims[0], generator=variants.input_generator("ch06-ex4", book=62))
     with torch.no_grad():
         gap = float((cloned(x) - model(x)).abs().max())
     require(gap < 1e-5, f"the cloned network computes a different function (gap {gap:.3g}): "

@@ -4,10 +4,45 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..seeds import torch_generator
-from . import ExerciseError, passed, require
+from . import ExerciseError, passed, require, variants
 
-__all__ = ["check_sigmoid_flip", "check_bypass_weights", "check_bypass_c4"]
+__all__ = ["given", "check_sigmoid_flip", "check_bypass_weights", "check_bypass_c4"]
+
+
+def given() -> dict:
+    """The numbers this copy's exercises give, for the current variant
+    (``eqlib.exercises.variants``).
+
+    - ``"ex1_signs"``: the signs s of ch07-ex1, a tuple of ±1, one per unit: the layer
+      flips the sign of the pre-activation of the units with s_j = −1. Book: (−1, −1, −1)
+      (every unit of a layer of 3). A variant draws 3 to 5 units and their signs, at least
+      one −1 (so the map is affine, not linear).
+    - ``"ex4_W1"`` (4×2): the first weight of the GELU bypass layer of ch07-ex4, its rows
+      ±e_1, ±e_2. Book: (I; −I), rows e_1, e_2, −e_1, −e_2. A variant draws the order of the
+      four rows.
+    - ``"ex4_rotation"`` (2×2): the matrix of the generator r of C_4 in ch07-ex4. Book:
+      ((0, −1), (1, 0)), a quarter turn counterclockwise. A variant draws the direction of
+      the quarter turn.
+
+    Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
+    """
+    gen = variants.parameter_generator("ch07-ex1")
+    if gen is None:
+        signs = (-1, -1, -1)
+    else:
+        n = int(torch.randint(3, 6, (), generator=gen))
+        draw = (torch.randint(0, 2, (n,), generator=gen) * 2 - 1).tolist()
+        if min(draw) == 1:
+            draw[int(torch.randint(0, n, (), generator=gen))] = -1
+        signs = tuple(draw)
+    gen = variants.parameter_generator("ch07-ex4")
+    rows = torch.cat([torch.eye(2), -torch.eye(2)]) + 0.0     # no -0.0 entries
+    turn = 1.0
+    if gen is not None:
+        rows = rows[torch.randperm(4, generator=gen)]
+        turn = float(torch.randint(0, 2, (), generator=gen) * 2 - 1)
+    return {"ex1_signs": signs, "ex4_W1": rows,
+            "ex4_rotation": torch.tensor([[0.0, -turn], [turn, 0.0]])}
 
 
 def check_bypass_weights(W1, W2) -> None:
@@ -23,7 +58,7 @@ def check_bypass_weights(W1, W2) -> None:
     require(W1.ndim == 2 and W1.shape[1] == 2, f"W_1 must have shape (h, 2), got {tuple(W1.shape)}")
     require(W2.shape == (2, W1.shape[0]), f"W_2 must have shape (2, {W1.shape[0]}), got {tuple(W2.shape)}")
     require(bool(torch.isfinite(W1).all() and torch.isfinite(W2).all()), "W_1 and W_2 must be finite")
-    x = torch.randn(256, 2, generator=torch_generator(0)) * 3
+    x = torch.randn(256, 2, generator=variants.input_generator("ch07-ex2", book=0)) * 3
     y = F.relu(x @ W1.T) @ W2.T
     target = torch.stack([x[:, 0].abs(), x[:, 1]], 1)
     err = (y - target).norm(dim=0) / target.norm(dim=0)
@@ -37,9 +72,11 @@ def check_bypass_weights(W1, W2) -> None:
 
 
 def check_sigmoid_flip(D, c) -> None:
-    """Exercise ch07-ex1: the affine map with σ(−z) = D σ(z) + c for the logistic sigmoid.
+    """Exercise ch07-ex1: the affine map with σ(s ⊙ z) = D σ(z) + c for the logistic
+    sigmoid, s = ``given()["ex1_signs"]`` (the book: s = (−1, −1, −1), σ(−z) = D σ(z) + c).
 
-    The exercise fixes n = 3 units, so ``D`` must be (3, 3) and ``c`` of length 3.
+    The exercise fixes the number n of units (3 in the book), so ``D`` must be (n, n) and
+    ``c`` of length n.
 
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
@@ -49,23 +86,25 @@ def check_sigmoid_flip(D, c) -> None:
         raise ExerciseError(f"D and c must be arrays of numbers, got {type(D).__name__} and "
                             f"{type(c).__name__}") from None
     require(c.ndim == 1, f"c must be a vector, got shape {tuple(c.shape)}")
-    n = 3                                       # the exercise asks for n = 3 units
+    signs = torch.tensor(given()["ex1_signs"], dtype=torch.float32)
+    n = len(signs)                              # the exercise's number of units
     require(D.shape == (n, n) and c.shape == (n,),
             f"D must be ({n}, {n}) and c ({n},) for the exercise's {n} units, got "
             f"{tuple(D.shape)} and {tuple(c.shape)}")
-    z = 3 * torch.randn(512, n, generator=torch_generator(71))
-    err = float((torch.sigmoid(-z) - (torch.sigmoid(z) @ D.float().T + c.float())).abs().max())
-    require(err < 1e-5, f"σ(−z) ≠ D σ(z) + c (largest gap {err:.3g}). Compute σ(t) + σ(−t) "
+    z = 3 * torch.randn(512, n, generator=variants.input_generator("ch07-ex1", book=71))
+    err = float((torch.sigmoid(signs * z) - (torch.sigmoid(z) @ D.float().T + c.float())).abs().max())
+    require(err < 1e-5, f"σ(s ⊙ z) ≠ D σ(z) + c (largest gap {err:.3g}). Compute σ(t) + σ(−t) "
                         "for one number t: it does not depend on t")
-    passed("Correct: σ(−z) = 1 − σ(z), so a sigmoid layer turns the sign flip into an "
+    passed("Correct: σ(−t) = 1 − σ(t), so a sigmoid layer turns the sign flip into an "
            "affine map, not a linear one")
 
 
 def check_bypass_c4(k) -> None:
     """Exercise ch07-ex4: the permutation k_1(r) of the GELU bypass network for C_4.
 
-    The bypass layer is f_1(x) = GELU(W_1 x) with W_1 = (I; −I) on R², and r rotates
-    by 90°; ``k`` must satisfy f_1(r x) = k f_1(x) and be a permutation matrix.
+    The bypass layer is f_1(x) = GELU(W_1 x) on R² with W_1 = ``given()["ex4_W1"]`` (the
+    book: (I; −I)), and r = ``given()["ex4_rotation"]`` is a quarter turn (the book: 90°
+    counterclockwise); ``k`` must satisfy f_1(r x) = k f_1(x) and be a permutation matrix.
 
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
@@ -76,9 +115,9 @@ def check_bypass_c4(k) -> None:
     require(k.shape == (4, 4), f"k must be a (4, 4) matrix, got shape {tuple(k.shape)}")
     is_perm = bool(((k == 0) | (k == 1)).all() and (k.sum(0) == 1).all() and (k.sum(1) == 1).all())
     require(is_perm, "k must be a permutation matrix (0/1 entries, one 1 per row and column)")
-    W1 = torch.cat([torch.eye(2), -torch.eye(2)])
-    rot = torch.tensor([[0.0, -1.0], [1.0, 0.0]])
-    x = torch.randn(256, 2, generator=torch_generator(72))
+    numbers = given()
+    W1, rot = numbers["ex4_W1"], numbers["ex4_rotation"]
+    x = torch.randn(256, 2, generator=variants.input_generator("ch07-ex4", book=72))
     lhs, rhs = F.gelu(x @ (W1 @ rot).T), F.gelu(x @ W1.T) @ k.T
     err = float((lhs - rhs).abs().max())
     require(err < 1e-5, f"GELU(W_1 r x) ≠ k GELU(W_1 x) (largest gap {err:.3g}). Write W_1 r: "

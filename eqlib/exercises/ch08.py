@@ -7,9 +7,54 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import ExerciseError, passed, require
+from . import ExerciseError, passed, require, variants
 
-__all__ = ["check_equivariant_positions", "check_head_permutation", "check_turned_filter"]
+__all__ = ["given", "check_equivariant_positions", "check_head_permutation", "check_turned_filter"]
+
+_SHAPE, _PATCH = (1, 8, 12), 4   # the chapter's images: a 2×3 grid of 4×4 patches
+
+
+def given() -> dict:
+    """The numbers this copy's exercises give, for the current variant
+    (``eqlib.exercises.variants``).
+
+    - ``"ex2_filter"``: the 3×3 filter W of ``ex_conv`` in ch08-ex2. Book: the numbers 1 to
+      9 row by row. A variant draws a random order of 1, …, 9 (nine distinct integers, so
+      every entry shows where the turn moves it).
+    - ``"ex4_head_perm"``: the head permutation planted for the mirror in ch08-ex4, before
+      the layer is hidden (a tuple over the 5 heads; book: (2, 1, 0, 4, 3)), and
+      ``"ex4_seed"``: the seed of ``plant_attention_equivariant`` (book: 7), which also
+      draws the hiding symmetry. A variant draws an involution other than the identity
+      (one or two swapped pairs of heads: τ_m τ_m = id, as m² = e) and a seed in
+      0, …, 9999.
+
+    Chapter: *Attention and convolutions* (book/part2/08_attention).
+    """
+    gen = variants.parameter_generator("ch08-ex2")
+    order = torch.arange(9) if gen is None else torch.randperm(9, generator=gen)
+    out = {"ex2_filter": (order + 1.0).reshape(3, 3)}
+    gen = variants.parameter_generator("ch08-ex4")
+    if gen is None:
+        out["ex4_head_perm"], out["ex4_seed"] = (2, 1, 0, 4, 3), 7
+    else:
+        heads, tau = torch.randperm(5, generator=gen).tolist(), list(range(5))
+        for i in range(int(torch.randint(1, 3, (), generator=gen))):
+            a, b = heads[2 * i], heads[2 * i + 1]
+            tau[a], tau[b] = b, a
+        out["ex4_head_perm"] = tuple(tau)
+        out["ex4_seed"] = int(torch.randint(0, 10000, (), generator=gen))
+    return out
+
+
+def _planted_truth() -> np.ndarray:
+    """τ_m of the hidden layer ch08-ex4 plants with this copy's ``given()`` numbers."""
+    from ..latent.attention import patch_mirror_action, plant_attention_equivariant
+
+    numbers = given()
+    perms = np.array([list(range(5)), list(numbers["ex4_head_perm"])])
+    planted = plant_attention_equivariant(patch_mirror_action(_SHAPE, _PATCH), perms, d_k=4,
+                                          d_v=4, seed=numbers["ex4_seed"])
+    return planted.head_perm["m"]
 
 
 def check_equivariant_positions(P, action) -> None:
@@ -36,7 +81,8 @@ def check_equivariant_positions(P, action) -> None:
 
 def check_head_permutation(answer, planted) -> None:
     """ch08-ex4: ``answer`` is τ_m as a list (head h on x ↔ head τ(h) on m·x) for the
-    planted layer.
+    planted layer. Under a variant the layer is the one this copy's ``given()`` plants
+    (``planted`` must be it).
 
     Chapter: *Attention*.
     """
@@ -45,6 +91,11 @@ def check_head_permutation(answer, planted) -> None:
     except (TypeError, ValueError):
         raise ExerciseError(f"give the head permutation as a list of integers, got {answer!r}") from None
     truth = planted.head_perm["m"]
+    if variants.current() is not None:
+        want = _planted_truth()
+        require(np.array_equal(truth, want), "exercise_planted is not the layer this copy's "
+                "given[...] plants: run the exercise cells from the top")
+        truth = want
     require(tau.shape == truth.shape, f"the layer has {truth.size} heads; your list has {tau.size} entries")
     require(sorted(tau.tolist()) == list(range(truth.size)), f"{tau.tolist()} is not a permutation of the heads")
     if not np.array_equal(tau, truth):
@@ -55,13 +106,14 @@ def check_head_permutation(answer, planted) -> None:
                 "what head h does on x)?" if np.array_equal(tau, inverse) else
                 "; match every head h to the head of m·x whose moved maps are closest")
         raise ExerciseError(f"{tau.tolist()} is not the head permutation of this layer{hint}")
-    passed(f"Correct: τ_m = {truth.tolist()}.")
+    passed(f"Correct: τ_m = {tau.tolist()}.")
 
 
 def check_turned_filter(layer, g, answer) -> None:
     """ch08-ex2: the filters rot_g⁻¹ W of the generalized adjunction of a conv layer,
     with conv(rot_g x; W) = rot_g conv(x; rot_g⁻¹ W). For a one-channel layer a k×k answer
-    is read as the (1, 1, k, k) filter.
+    is read as the (1, 1, k, k) filter. Under a variant, ``layer`` must carry this copy's
+    ``given()["ex2_filter"]``.
 
     Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
@@ -70,6 +122,11 @@ def check_turned_filter(layer, g, answer) -> None:
     from ..latent.conv import transport_conv
 
     W = layer.weight.detach()
+    if variants.current() is not None:
+        want = given()["ex2_filter"]
+        require(W.numel() == want.numel() and torch.equal(W.reshape(want.shape).float(), want),
+                "ex_conv's filter is not this copy's given[\"ex2_filter\"]: run the exercise "
+                "cells from the top")
     require(isinstance(answer, torch.Tensor), f"answer must be a torch.Tensor, got {type(answer).__name__}")
     lead = W.dim() - answer.dim()          # a 3×3 answer for a one-channel (1, 1, 3, 3) W
     if 0 < lead and all(n == 1 for n in W.shape[:lead]) and answer.shape == W.shape[lead:]:

@@ -12,10 +12,58 @@ import torch
 from ..latent.generalized import pair_set_symmetries, relating_sequences
 from ..models.sets import DeepSetsLayer, pair_swap_parameters
 from ..seeds import torch_generator
-from . import ExerciseError, passed, require
+from . import ExerciseError, passed, require, variants
 
-__all__ = ["check_sum_pair_adjunction", "check_residual_invariant", "check_relating_count",
+__all__ = ["given", "check_sum_pair_adjunction", "check_residual_invariant", "check_relating_count",
            "check_unrelated_layer"]
+
+
+def given() -> dict:
+    """The numbers this copy's exercises give, for the current variant
+    (``eqlib.exercises.variants``).
+
+    - ``"ex1_lambda"``, ``"ex1_gamma"`` (3×2) and ``"ex1_bias"`` (2,): the parameters
+      ``Lam_s, Gam_s, b_s`` of the sum-pooling layer of ch09-ex1. Book: three draws of
+      ``torch.randn`` from one generator seeded with 9.
+    - ``"ex2_slope"``: the slope a of the leaky ReLU of ch09-ex2 (book: 0.2), and
+      ``"ex2_W1"`` (5×2): its first weight ``W1_ex`` (book: ``torch.randn(5, 2)`` seeded
+      with 4).
+
+    A variant draws the layer of ch09-ex1 from ``torch.randn`` (so Λ ≠ 0 and Π·θ ≠ θ),
+    the slope among 0.05, 0.10, …, 0.50 (a leaky ReLU: 0 < a < 1) and ``W1_ex`` from
+    ``torch.randn`` (full column rank, so ``W_1^+ W_1 = I``), each exercise from its own
+    stream.
+
+    Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
+    """
+    out = {}
+    gen = variants.parameter_generator("ch09-ex1") or torch_generator(9)
+    out["ex1_lambda"] = torch.randn(3, 2, generator=gen)
+    out["ex1_gamma"] = torch.randn(3, 2, generator=gen)
+    out["ex1_bias"] = torch.randn(2, generator=gen)
+    gen = variants.parameter_generator("ch09-ex2")
+    if gen is None:
+        out["ex2_slope"] = 0.2
+        gen = torch_generator(4)
+    else:
+        out["ex2_slope"] = int(torch.randint(1, 11, (), generator=gen)) / 20
+    out["ex2_W1"] = torch.randn(5, 2, generator=gen)
+    return out
+
+
+def _require_given(pairs) -> None:
+    """Under a variant, the exercise's data must be this copy's ``given()`` values (a
+    copy with the book's numbers, or another student's, does not answer it)."""
+    if variants.current() is None:
+        return
+    numbers = given()
+    for name, value, key in pairs:
+        want = numbers[key]
+        same = (torch.is_tensor(value) and tuple(value.shape) == tuple(want.shape)
+                and torch.allclose(value.detach().to(want.dtype), want)
+                if torch.is_tensor(want) else value == want)
+        require(bool(same), f"{name} is not this copy's given[{key!r}]: run the exercise "
+                            "cells from the top (the variant cell defines given)")
 
 
 def _tensor(x, name: str) -> torch.Tensor:
@@ -24,13 +72,18 @@ def _tensor(x, name: str) -> torch.Tensor:
     return x.detach().to(torch.get_default_dtype())
 
 
-def check_residual_invariant(W2, W1, x, slope: float = 0.0) -> None:
+def check_residual_invariant(W2, W1, x=None, slope: float = 0.0) -> None:
     """ch09-ex2: with the leaky ReLU σ_a(z) = max(z, a z) of slope ``a = slope`` (ReLU for
-    0), f(x) = x + W2 σ_a(W1 x) must satisfy f(−x) = f(x) on x.
+    0), f(x) = x + W2 σ_a(W1 x) must satisfy f(−x) = f(x) on x (None: 50 random inputs
+    the checker draws). Under a variant, ``W1`` and ``slope`` must be the copy's
+    ``given()["ex2_W1"]`` and ``given()["ex2_slope"]``.
 
     Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
     W2, W1 = _tensor(W2, "W2"), _tensor(W1, "W1")
+    _require_given([("W1_ex", W1, "ex2_W1"), ("the slope", float(slope), "ex2_slope")])
+    if x is None:
+        x = torch.randn(50, W1.shape[1], generator=variants.input_generator("ch09-ex2", book=92))
     require(tuple(W2.shape) == (W1.shape[1], W1.shape[0]),
             f"W2 must have shape {(W1.shape[1], W1.shape[0])}, got {tuple(W2.shape)}")
     a = float(slope)
@@ -44,15 +97,18 @@ def check_residual_invariant(W2, W1, x, slope: float = 0.0) -> None:
         err = float((f(-x) - f(x)).norm() / x.norm().clamp_min(1e-12))
     require(err < 1e-4, f"f(−x) ≠ f(x) (relative error {err:.3g}); hint: compute "
                         f"σ_a(z) − σ_a(−z) for z > 0 and for z ≤ 0 (slope a = {a:g})")
-    passed(f"Correct: the block is invariant ((1 + a) W2 W1 = −2 I with a = {a:g}).")
+    passed("Correct: the block is invariant ((1 + a) W2 W1 = −2 I).")
 
 
 def check_sum_pair_adjunction(Lam, Gam, b, answer) -> None:
     """ch09-ex1: for a sum-pooling layer on sets of two, σ(X_i Λ + (X_1 + X_2) Γ + b),
-    ``answer = (Λ', Γ', b')`` must satisfy f(Π X; θ) = f(X; θ') with Π the swap.
+    ``answer = (Λ', Γ', b')`` must satisfy f(Π X; θ) = f(X; θ') with Π the swap. Under a
+    variant, ``Lam, Gam, b`` must be the copy's ``given()["ex1_lambda"]``, ``["ex1_gamma"]``
+    and ``["ex1_bias"]``.
 
     Chapter: *Where the theorem does not apply* (book/part2/09_where_it_fails).
     """
+    _require_given([("Lam_s", Lam, "ex1_lambda"), ("Gam_s", Gam, "ex1_gamma"), ("b_s", b, "ex1_bias")])
     require(isinstance(answer, (tuple, list)) and len(answer) == 3,
             "give the answer as a tuple (Lam_prime, Gam_prime, b_prime)")
     Lp, Gp, bp = (_tensor(t, n) for t, n in zip(answer, ("Lam_prime", "Gam_prime", "b_prime")))
@@ -62,7 +118,7 @@ def check_sum_pair_adjunction(Lam, Gam, b, answer) -> None:
     def layer(X, L, G, c):
         return torch.tanh(X @ L + X.sum(-2, keepdim=True) @ G + c)
 
-    X = torch.randn(64, 2, Lam.shape[0], generator=torch_generator(91))
+    X = torch.randn(64, 2, Lam.shape[0], generator=variants.input_generator("ch09-ex1", book=91))
     want, got = layer(X.flip(-2), Lam, Gam, b), layer(X, Lp, Gp, bp)
     err = float((got - want).norm() / want.norm())
     require(err < 1e-5, f"f(X; θ') ≠ f(Π X; θ) (relative error {err:.3g}). Write row 1 of the "
@@ -100,7 +156,7 @@ def _relates(k, layers, layers_prime, x, y, tol: float = 1e-5) -> bool:
 
 def _random_latents(layer1, count: int = 64) -> torch.Tensor:
     n, d = layer1.out_shape
-    return torch.randn(count, n, d, generator=torch_generator(93))
+    return torch.randn(count, n, d, generator=variants.input_generator("ch09-ex4", book=93))
 
 
 def _count(answer) -> int:
@@ -156,7 +212,7 @@ def check_unrelated_layer(layer1, layer2, other) -> None:
     require(other.in_shape == layer2.in_shape and other.out_shape == layer2.out_shape,
             f"q2_other must map {layer2.in_shape} to {layer2.out_shape} like q2, got "
             f"{other.in_shape} to {other.out_shape}")
-    x = torch.randn(256, *layer1.in_shape, generator=torch_generator(94))
+    x = torch.randn(256, *layer1.in_shape, generator=variants.input_generator("ch09-ex4b", book=94))
     with torch.no_grad():
         want, got = layer2(layer1(x)), other(layer1(x))
     err = float((got - want).norm() / want.norm())
