@@ -22,8 +22,8 @@ def _filter_distances(filters) -> tuple[float, list[tuple[float, str]]]:
     swap = torch.tensor([1, 0])
     TW = W.flip(-1)[swap]
     d = float((W - TW).norm() / (W.norm() + TW.norm()))
-    half = "TW needs both steps: flip every filter, then swap the two channels (TW[0] is " \
-        "channel 1's filter flipped); a flip alone or a swap alone gives this value"
+    half = ("TW needs both steps: flip every filter, then swap the two channels (TW[0] is "
+            "channel 1's filter flipped); a flip alone or a swap alone gives this value")
     mistakes = [
         (float((W - W[swap]).norm() / (2 * W.norm())), half),
         (float((W - W.flip(-1)).norm() / (2 * W.norm())), half),
