@@ -11,6 +11,7 @@ import torch
 from eqlib.exercises import ExerciseError, ch10, fresh, variants
 from eqlib.exercises.variants import Variant
 from eqlib.images import mirror_images
+from test_exercises_ch11 import _partner  # the notebook's solution of Exercise 11.1
 
 COURSES = ["0123456789abcdef", "fedcba9876543210", "00112233445566778899aabbccddeeff",
            "a1b2c3d4e5f60718", "5555aaaa5555aaaa"]
@@ -110,13 +111,6 @@ def test_ch10_ex3_inputs_per_variant():
                     fresh("ch10").check_gcnn_projection(lambda W, po, pi: _project(W, *book_perms))
                 caught += 1
     assert caught >= 3
-
-
-def _partner(W, j):
-    m = mirror_images(W[j:j + 1])[0]
-    cos = (W @ m) / (W.norm(dim=1) * m.norm())
-    k = int(cos.abs().argmax())
-    return k, int(torch.sign(cos[k]))
 
 
 def test_ch11_ex1_inputs_per_variant():
