@@ -15,7 +15,7 @@ from ..latent import linear_equivariance_error
 from ..models import MLP
 from ..train import penalty_term
 from ..seeds import spawn, torch_generator
-from . import ExerciseError, passed, require
+from . import ExerciseError, passed, require, variants
 
 __all__ = ["check_mirror_partner", "check_equivariance_penalty", "planted_filters",
            "noise_scale_reference", "check_noise_scale_errors", "check_noise_scale_numbers"]
@@ -35,12 +35,13 @@ def planted_filters(seed: int = 0) -> tuple[torch.Tensor, list[tuple[int, int]]]
 
 
 def check_mirror_partner(mirror_partner: Callable[[torch.Tensor, int], tuple[int, int]]) -> None:
-    """ch11-ex1: ``mirror_partner(W, j)`` must return (k, s) with mirror(w_j) ≈ s · w_k.
+    """ch11-ex1: ``mirror_partner(W, j)`` must return (k, s) with mirror(w_j) ≈ s · w_k, on
+    planted filters in a shuffled order (the book's, or drawn per variant).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     require(callable(mirror_partner), "mirror_partner must be a function (W, j) -> (k, s)")
-    for seed in (0, 1):
+    for seed in (variants.input_seed("ch11-ex1", book=book) for book in (0, 1)):
         W, answer = planted_filters(seed)
         perm = torch.randperm(6, generator=spawn(seed, "filter order"))
         W = W[perm]  # the structure must be found, not remembered
@@ -55,20 +56,22 @@ def check_mirror_partner(mirror_partner: Callable[[torch.Tensor, int], tuple[int
             k, s = int(got[0]), int(got[1])
             true_k, true_s = answer[int(perm[j])]
             true_k = int(inv[true_k])
-            require(k == true_k, f"filter {j}: its mirror image is ±filter {true_k}, you said {k} "
+            require(k == true_k, f"filter {j}: its mirror image is not ±filter {k}, as you said "
                     "(compare the mirrored filter with every filter by |cosine similarity|)")
-            require(s == true_s, f"filter {j}: its mirror image is {'+' if true_s > 0 else '−'}filter {k}, you "
-                    f"gave the sign {s} (the sign of the cosine similarity)")
+            require(s == true_s, f"filter {j}: its mirror image is ±filter {k}, as you said, but the sign {s} "
+                    "is wrong "
+                    "(the sign of the cosine similarity)")
     passed("Correct: every filter's mirror partner and sign found.")
 
 
 def check_equivariance_penalty(equivariance_penalty: Callable[[nn.Module, torch.Tensor], torch.Tensor]) -> None:
-    """ch11-ex2: ``equivariance_penalty(f, x)`` must be the mean over coordinates of (f(mx) − m f(x))².
+    """ch11-ex2: ``equivariance_penalty(f, x)`` must be the mean over coordinates of (f(mx) − m f(x))²,
+    on a random conv and images (the book's, or drawn per variant).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     require(callable(equivariance_penalty), "equivariance_penalty must be a function (f, x) -> scalar tensor")
-    gen = torch_generator(0)
+    gen = variants.input_generator("ch11-ex2", book=0)
     x = torch.randn(5, 3, 32, 32, generator=gen)
     conv = nn.Conv2d(3, 3, 3, padding=1)
     with torch.no_grad():
@@ -87,7 +90,7 @@ def check_equivariance_penalty(equivariance_penalty: Callable[[nn.Module, torch.
             "3,072 coordinates instead of a mean; at weight 1 such a sum dominates the reconstruction loss")
     require(abs(ratio - 5) > 1e-3 or abs(ratio - 1) < 1e-4, "your penalty is 5 times too large: it sums over the "
             "5 images instead of averaging")
-    require(abs(ratio - 1) < 1e-4, f"your penalty is {float(got):.6g}, expected {float(want):.6g}: compare "
+    require(abs(ratio - 1) < 1e-4, f"your penalty {float(got):.6g} is not the expected mean: compare "
             "f(mirror(x)) with mirror(f(x)), square, and average over everything")
     sym = nn.Conv2d(3, 3, (3, 1), padding=(1, 0))  # acts on columns only: commutes with the mirror
     with torch.no_grad():
@@ -140,23 +143,24 @@ def _compare(got: dict, model: MLP, scales, samples: int, what: str) -> None:
                 f"{what}, scale {s}: both errors are {tanh:.4f}; the pre-activation "
                 "W_1 y + b_1 must skip the tanh (one affine layer with W_1 and b_1)")
         require(abs(tanh - want[0]) < 1e-4,
-                f"{what}, scale {s}: the tanh layer's error is {want[0]:.4f}, you have "
-                f"{tanh:.4f} (linear_equivariance_error of model.prefix(1) with "
+                f"{what}, scale {s}: the tanh layer's error is not your {tanh:.4f} "
+                f"(linear_equivariance_error of model.prefix(1) with "
                 f"samples={samples}, noise_scale={s}, seed=0)")
         require(abs(pre - want[1]) < 1e-4,
-                f"{what}, scale {s}: the pre-activation's error is {want[1]:.4f}, you "
-                f"have {pre:.4f} (an affine layer with the first layer's W_1 and b_1)")
+                f"{what}, scale {s}: the pre-activation's error is not your {pre:.4f} "
+                "(an affine layer with the first layer's W_1 and b_1)")
 
 
 def check_noise_scale_errors(noise_scale_errors: Callable[..., dict]) -> None:
     """ch11-ex4: ``noise_scale_errors(model, scales, samples)`` must return
-    ``{scale: (error of f_1, error of W_1 y + b_1)}`` as :func:`noise_scale_reference`.
+    ``{scale: (error of f_1, error of W_1 y + b_1)}`` as :func:`noise_scale_reference`, on a
+    random network (the book's, or drawn per variant).
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     require(callable(noise_scale_errors), "noise_scale_errors must be a function "
             "(model, scales, samples) -> {scale: (tanh error, pre-activation error)}")
-    model = MLP([3072, 24, 3072], "tanh", seed=3)
+    model = MLP([3072, 24, 3072], "tanh", seed=variants.input_seed("ch11-ex4", book=3))
     scales = (0.1, 10.0)
     try:
         got = noise_scale_errors(model, scales, 200)
