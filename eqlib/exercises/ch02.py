@@ -13,11 +13,52 @@ import torch
 from ..actions import Action, check_equivariance, check_homomorphism
 from ..images import image_dihedral
 from ..groups import dihedral
-from ..seeds import torch_generator
-from . import passed, require
+from . import passed, require, variants
 
-__all__ = ["check_corner_representation", "check_d4_equivariant_map", "check_b3_orbit_stabilizer",
-           "check_b3_involutions"]
+__all__ = ["given", "check_corner_representation", "check_d4_equivariant_map",
+           "check_b3_orbit_stabilizer", "check_b3_involutions"]
+
+#: The numbers the book's exercises give (no variant).
+_BOOK = {"b3_point": (2, 2, -5), "b_neurons": 3, "element_order": 2}
+#: The (neurons d, element order k) of exercise ch02-ex5 a variant draws from: B_3 and B_4
+#: both have elements of each of these orders; the book's (3, 2) is left out.
+_ORDER_CHOICES = tuple((d, k) for d in (3, 4) for k in (2, 3, 4, 6) if (d, k) != (3, 2))
+
+
+def given() -> dict:
+    """The numbers this copy's exercises give, for the current variant
+    (:func:`eqlib.exercises.variants.current`).
+
+    - ``"b3_point"`` (ch02-ex3): the point x of R^3 whose orbit and stabilizer under B_3
+      are asked, a tuple of 3 integers. Book: ``(2, 2, -5)``. A variant draws two
+      different sizes a, b from 1..9 ((a, b) ≠ (2, 5), so the orbit differs from the
+      book's), puts ±b at a random position and ±a at the other two, with random signs:
+      the two entries of equal size make the stabilizer non-trivial (order 2: the swap of
+      those two neurons, with the signs that keep them), the orbit has 24 points.
+    - ``"b_neurons"``, ``"element_order"`` (ch02-ex5): count the elements of order k in
+      the signed permutations B_d of d neurons. Book: d = 3, k = 2 (the involutions). A
+      variant draws (d, k) from d ∈ {3, 4}, k ∈ {2, 3, 4, 6} other than (3, 2).
+
+    Examples:
+        >>> given()["b3_point"]              # the book: no variant
+        (2, 2, -5)
+
+    Chapter: *Groups and actions*.
+    """
+    numbers = dict(_BOOK)
+    gen = variants.parameter_generator("ch02-ex3")
+    if gen is not None:
+        a, b = 2, 5
+        while (a, b) == (2, 5):
+            a, b = (int(v) + 1 for v in torch.randperm(9, generator=gen)[:2])
+        odd = int(torch.randint(3, (1,), generator=gen))
+        signs = (torch.randint(2, (3,), generator=gen) * 2 - 1).tolist()
+        numbers["b3_point"] = tuple(s * (b if i == odd else a) for i, s in enumerate(signs))
+    gen = variants.parameter_generator("ch02-ex5")
+    if gen is not None:
+        d, k = _ORDER_CHOICES[int(torch.randint(len(_ORDER_CHOICES), (1,), generator=gen))]
+        numbers["b_neurons"], numbers["element_order"] = d, k
+    return numbers
 
 
 def check_corner_representation(rho) -> None:
@@ -66,7 +107,7 @@ def check_d4_equivariant_map(f: Callable[[torch.Tensor], torch.Tensor], size: in
     require(f is not None, "f is None: did you replace `raise NotImplementedError()` with your answer?")
     require(callable(f), f"f must be a function of a batch of images, got {type(f).__name__}")
     rho = image_dihedral((1, size, size))
-    x = torch.randn(16, 1, size, size, generator=torch_generator(0))
+    x = torch.randn(16, 1, size, size, generator=variants.input_generator("ch02-ex2", book=0))
     with torch.no_grad():
         y = f(x)
     require(isinstance(y, torch.Tensor) and y.shape == x.shape,
@@ -92,8 +133,8 @@ def _signed_permutation_matrices(d: int) -> torch.Tensor:
 
 
 def check_b3_orbit_stabilizer(orbit, stabilizer) -> None:
-    """ch02-ex3: the orbit (n, 3) and the stabilizer (k, 3, 3) of x = (2, 2, -5) under
-    the signed permutations of 3 neurons.
+    """ch02-ex3: the orbit (n, 3) and the stabilizer (k, 3, 3) of x = ``given()["b3_point"]``
+    (the book: (2, 2, -5)) under the signed permutations of 3 neurons.
 
     Chapter: *Groups and actions*.
     """
@@ -103,13 +144,15 @@ def check_b3_orbit_stabilizer(orbit, stabilizer) -> None:
                 f"{name} must be a tensor of shape {'(n, 3)' if ndim == 2 else '(k, 3, 3)'}, got "
                 f"{tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__}")
     mats = _signed_permutation_matrices(3)
-    x = torch.tensor([2.0, 2.0, -5.0])
+    x = torch.tensor(given()["b3_point"], dtype=torch.float32)
     truth = {tuple(v.tolist()) for v in mats @ x}
+    stab_truth = int((mats @ x == x).all(1).sum())
     got = [tuple(v.tolist()) for v in orbit.float()]
     require(len(set(got)) == len(got), f"orbit3 repeats points: {len(got)} rows but {len(set(got))} "
             "distinct; keep each point of the orbit once (torch.unique(..., dim=0))")
     require(set(got) <= truth, f"orbit3 holds {sorted(set(got) - truth)[:2]}, which no signed "
-            "permutation reaches from x = (2, 2, -5): entries must be a rearrangement of ±2, ±2, ±5")
+            "permutation reaches from x = given['b3_point']: its entries must be those of x, "
+            "rearranged, with any signs")
     require(set(got) == truth, "orbit3 misses points of the orbit: every position of the ±5 and every "
             "sign pattern occurs")
     stab = stabilizer.float()
@@ -120,14 +163,26 @@ def check_b3_orbit_stabilizer(orbit, stabilizer) -> None:
     require(bool(torch.allclose(stab @ x, x.expand(len(stab), 3))), "stab3 holds a matrix that moves x")
     require(len({tuple(m.flatten().tolist()) for m in stab}) == len(stab),
             "stab3 repeats a matrix; keep each element of the stabilizer once")
-    require(len(stab) == 2, "stab3 does not hold the whole stabilizer, or holds too much: find every "
+    require(len(stab) == stab_truth, "stab3 does not hold the whole stabilizer, or holds too much: find every "
             "signed permutation that fixes x, and compare |orbit| · |stabilizer| with |B3|")
-    passed(f"Correct: |orbit| · |stabilizer| = {len(truth)} · 2 = 48 = |B3|.")
+    passed(f"Correct: |orbit| · |stabilizer| = {len(got)} · {len(stab)} = 48 = |B3|.")
+
+
+def _element_orders(mats: torch.Tensor) -> torch.Tensor:
+    """The order of every matrix of a finite group (n, d, d) whose orders are at most 12."""
+    eye = torch.eye(mats.shape[-1])
+    orders, power = torch.zeros(len(mats), dtype=torch.long), mats.clone()
+    for k in range(1, 13):
+        done = (orders == 0) & torch.isclose(power, eye).all(-1).all(-1)
+        orders[done] = k
+        power = power @ mats
+    return orders
 
 
 def check_b3_involutions(count) -> None:
-    """ch02-ex5: the number of involutions (g ≠ e, g² = e) of the signed permutations of
-    3 neurons.
+    """ch02-ex5: the number of elements of order k = ``given()["element_order"]`` of the
+    signed permutations of d = ``given()["b_neurons"]`` neurons (the book: the
+    involutions, g ≠ e with g² = e, of B3).
 
     Chapter: *Groups and actions*.
     """
@@ -138,11 +193,14 @@ def check_b3_involutions(count) -> None:
     require(isinstance(count, numbers.Integral) and not isinstance(count, bool),
             f"n_involutions must be an int, got {type(count).__name__}")
     count = int(count)                          # numpy integers too
-    mats = _signed_permutation_matrices(3)
-    eye = torch.eye(3)
-    squares_to_e = int(torch.isclose(mats @ mats, eye).all(-1).all(-1).sum())
-    truth = squares_to_e - 1
-    require(count != squares_to_e, f"{count} counts the identity too: an involution is g ≠ e with g² = e")
-    require(count == truth, f"{count} is not the number of involutions of B3; check g @ g == identity "
-            "for all 48 elements and leave out the identity")
-    passed(f"Correct: B3 has {truth} involutions.")
+    numbers_ = given()
+    d, k = numbers_["b_neurons"], numbers_["element_order"]
+    orders = _element_orders(_signed_permutation_matrices(d))
+    truth = int((orders == k).sum())
+    power_is_e = int((k % orders == 0).sum())   # g^k = e: the order of g divides k
+    require(count != power_is_e or count == truth,
+            f"{count} counts every g with g^{k} = e, the identity too (and the elements whose order "
+            f"is a proper divisor of {k}): the order of g is the smallest n ≥ 1 with g^n = e")
+    require(count == truth, f"{count} is not the number of elements of order {k} of B{d}; check "
+            f"the powers g, g², ... of all {len(orders)} elements")
+    passed(f"Correct: B{d} has {count} elements of order {k}.")
