@@ -19,15 +19,12 @@ __all__ = ["given", "check_corner_representation", "check_d4_equivariant_map",
            "check_b3_orbit_stabilizer", "check_b3_involutions"]
 
 #: The numbers the book's exercises give (no variant).
-_BOOK = {"b3_point": (2, 2, -5), "b_neurons": 3, "element_order": 2}
-#: The (neurons d, element order k) of exercise ch02-ex5 a variant draws from: B_3 and B_4
-#: both have elements of each of these orders; the book's (3, 2) is left out.
-_ORDER_CHOICES = tuple((d, k) for d in (3, 4) for k in (2, 3, 4, 6) if (d, k) != (3, 2))
+_BOOK = {"b3_point": (2, 2, -5), "b3_element": ((1, 0, 0), (0, 1, 0), (0, 0, 1))}
 
 
 def given() -> dict:
     """The numbers this copy's exercises give, for the current variant
-    (:func:`eqlib.exercises.variants.current`).
+    (``eqlib.exercises.variants.current()``).
 
     - ``"b3_point"`` (ch02-ex3): the point x of R^3 whose orbit and stabilizer under B_3
       are asked, a tuple of 3 integers. Book: ``(2, 2, -5)``. A variant draws two
@@ -35,9 +32,11 @@ def given() -> dict:
       book's), puts ±b at a random position and ±a at the other two, with random signs:
       the two entries of equal size make the stabilizer non-trivial (order 2: the swap of
       those two neurons, with the signs that keep them), the orbit has 24 points.
-    - ``"b_neurons"``, ``"element_order"`` (ch02-ex5): count the elements of order k in
-      the signed permutations B_d of d neurons. Book: d = 3, k = 2 (the involutions). A
-      variant draws (d, k) from d ∈ {3, 4}, k ∈ {2, 3, 4, 6} other than (3, 2).
+    - ``"b3_element"`` (ch02-ex5): the signed permutation matrix h of 3 neurons (a tuple
+      of 3 rows of integers) with which the involutions to count must commute. Book: the
+      identity, so every involution of B3 counts. A variant draws h uniformly from the 46
+      elements of B3 other than ±I (the centre): the involutions generate B3, so fewer
+      than all of them commute with h, and at least -I does.
 
     Examples:
         >>> given()["b3_point"]              # the book: no variant
@@ -56,8 +55,12 @@ def given() -> dict:
         numbers["b3_point"] = tuple(s * (b if i == odd else a) for i, s in enumerate(signs))
     gen = variants.parameter_generator("ch02-ex5")
     if gen is not None:
-        d, k = _ORDER_CHOICES[int(torch.randint(len(_ORDER_CHOICES), (1,), generator=gen))]
-        numbers["b_neurons"], numbers["element_order"] = d, k
+        mats = _signed_permutation_matrices(3)
+        eye = torch.eye(3)
+        central = torch.isclose(mats, eye).all(-1).all(-1) | torch.isclose(mats, -eye).all(-1).all(-1)
+        choices = mats[~central]
+        h = choices[int(torch.randint(len(choices), (1,), generator=gen))]
+        numbers["b3_element"] = tuple(tuple(int(v) for v in row) for row in h.tolist())
     return numbers
 
 
@@ -168,21 +171,10 @@ def check_b3_orbit_stabilizer(orbit, stabilizer) -> None:
     passed(f"Correct: |orbit| · |stabilizer| = {len(got)} · {len(stab)} = 48 = |B3|.")
 
 
-def _element_orders(mats: torch.Tensor) -> torch.Tensor:
-    """The order of every matrix of a finite group (n, d, d) whose orders are at most 12."""
-    eye = torch.eye(mats.shape[-1])
-    orders, power = torch.zeros(len(mats), dtype=torch.long), mats.clone()
-    for k in range(1, 13):
-        done = (orders == 0) & torch.isclose(power, eye).all(-1).all(-1)
-        orders[done] = k
-        power = power @ mats
-    return orders
-
-
 def check_b3_involutions(count) -> None:
-    """ch02-ex5: the number of elements of order k = ``given()["element_order"]`` of the
-    signed permutations of d = ``given()["b_neurons"]`` neurons (the book: the
-    involutions, g ≠ e with g² = e, of B3).
+    """ch02-ex5: the number of involutions (g ≠ e, g² = e) of the signed permutations of
+    3 neurons that commute with h = ``given()["b3_element"]`` (the book: h = I, so all
+    the involutions of B3).
 
     Chapter: *Groups and actions*.
     """
@@ -193,14 +185,14 @@ def check_b3_involutions(count) -> None:
     require(isinstance(count, numbers.Integral) and not isinstance(count, bool),
             f"n_involutions must be an int, got {type(count).__name__}")
     count = int(count)                          # numpy integers too
-    numbers_ = given()
-    d, k = numbers_["b_neurons"], numbers_["element_order"]
-    orders = _element_orders(_signed_permutation_matrices(d))
-    truth = int((orders == k).sum())
-    power_is_e = int((k % orders == 0).sum())   # g^k = e: the order of g divides k
-    require(count != power_is_e or count == truth,
-            f"{count} counts every g with g^{k} = e, the identity too (and the elements whose order "
-            f"is a proper divisor of {k}): the order of g is the smallest n ≥ 1 with g^n = e")
-    require(count == truth, f"{count} is not the number of elements of order {k} of B{d}; check "
-            f"the powers g, g², ... of all {len(orders)} elements")
-    passed(f"Correct: B{d} has {count} elements of order {k}.")
+    mats = _signed_permutation_matrices(3)
+    h = torch.tensor(given()["b3_element"], dtype=torch.float32)
+    eye = torch.eye(3)
+    squares_to_e = torch.isclose(mats @ mats, eye).all(-1).all(-1)
+    commutes = torch.isclose(mats @ h, h @ mats).all(-1).all(-1)
+    truth = int((squares_to_e & commutes).sum()) - 1          # leave out the identity
+    require(count != truth + 1, f"{count} counts the identity too: an involution is g ≠ e with g² = e")
+    require(count == truth, f"{count} is not the number of involutions of B3 that commute with "
+            "h = given['b3_element']; check g @ g == identity and g h == h g for all 48 elements "
+            "and leave out the identity")
+    passed(f"Correct: {count} involutions of B3 commute with h.")

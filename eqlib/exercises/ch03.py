@@ -20,12 +20,12 @@ _LIFT_A = (1.0, -1.0, 0.0)
 
 def given() -> dict:
     """The numbers this copy's exercises give, for the current variant
-    (:func:`eqlib.exercises.variants.current`).
+    (``eqlib.exercises.variants.current()``).
 
     - ``"lift_left_inverse"`` (ch03-ex4): the row A_1^* through which k̃(m) = -1 is
       lifted, a left inverse of the worked example's A_1 = (1, -1, 0)^T
       (A_1^* A_1 = 1), as a tuple of 3 integers. Book: ``(1, 0, 0)``, the worked
-      example's. A variant draws (p + 1, p, 0) with p an integer in -6..6 other than 0:
+      example's. A variant draws (p + 1, p, 0) with p an integer in -12..12 other than 0:
       every such row is a left inverse whose third entry is 0 (so it reads nothing of the
       constant neuron and the lift still sends α_1(h̃) to α_1(-h̃)), and the lift
       I - 2 A_1 A_1^* has an entry of size at least 2, so it is never a signed
@@ -40,8 +40,8 @@ def given() -> dict:
     numbers = dict(_BOOK)
     gen = variants.parameter_generator("ch03-ex4")
     if gen is not None:
-        p = int(torch.randint(12, (1,), generator=gen)) - 6
-        p += p >= 0                              # -6..-1, 1..6
+        p = int(torch.randint(24, (1,), generator=gen)) - 12
+        p += p >= 0                              # -12..-1, 1..12
         numbers["lift_left_inverse"] = (p + 1, p, 0)
     return numbers
 

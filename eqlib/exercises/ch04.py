@@ -25,7 +25,7 @@ _CLONE_CLASSES = ((3,), (2, 1, 1), (2, 2), (3, 1), (4,))
 
 def given() -> dict:
     """The numbers this copy's exercises give, for the current variant
-    (:func:`eqlib.exercises.variants.current`).
+    (``eqlib.exercises.variants.current()``).
 
     - ``"theta_W1"``, ``"theta_b1"``, ``"theta_W2"`` (ch04-ex4): the parameter
       θ = (W1, b1, W2) of a 1 -> d -> 1 tanh network, d = ``len(given()["theta_W1"])``,

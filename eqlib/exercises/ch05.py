@@ -18,7 +18,7 @@ _BOOK = {"first_row": (1, 2, 3, 4)}
 
 def given() -> dict:
     """The numbers this copy's exercises give, for the current variant
-    (:func:`eqlib.exercises.variants.current`).
+    (``eqlib.exercises.variants.current()``).
 
     - ``"first_row"`` (ch05-ex2): the first row of the C4-intertwiner of the regular
       representation that the exercise asks for, a tuple of 4 integers. Book:
