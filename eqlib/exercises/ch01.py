@@ -7,8 +7,7 @@ from __future__ import annotations
 import torch
 
 from ..actions import Action
-from ..seeds import torch_generator
-from . import passed, require
+from . import passed, require, variants
 
 __all__ = ["check_symmetrized_weight", "check_abs_hidden_action", "check_read_off_action", "ABS_W1",
            "ABS_W2"]
@@ -93,7 +92,7 @@ def check_read_off_action(K2, net, rho: Action) -> None:
             "fit on more inputs (the fit needs more samples than neurons)")
     require(torch.equal(K @ K, torch.eye(d)), "K2² ≠ I, but m² = e, so the hidden action of m is an involution")
     m = next(g for g in rho.group if g != rho.group.identity)
-    x = torch.randn(256, rho.dim, generator=torch_generator(11))
+    x = torch.randn(256, rho.dim, generator=variants.input_generator("ch01-ex4", book=11))
     with torch.no_grad():
         h, h_m = net.prefix(2)(x), net.prefix(2)(rho.act(m, x))
     err = float((h @ K.T - h_m).norm() / h_m.norm())

@@ -13,11 +13,55 @@ import torch
 from ..actions import Action, check_equivariance, check_homomorphism
 from ..images import image_dihedral
 from ..groups import dihedral
-from ..seeds import torch_generator
-from . import passed, require
+from . import passed, require, variants
 
-__all__ = ["check_corner_representation", "check_d4_equivariant_map", "check_b3_orbit_stabilizer",
-           "check_b3_involutions"]
+__all__ = ["given", "check_corner_representation", "check_d4_equivariant_map",
+           "check_b3_orbit_stabilizer", "check_b3_involutions"]
+
+#: The numbers the book's exercises give (no variant).
+_BOOK = {"b3_point": (2, 2, -5), "b3_element": ((1, 0, 0), (0, 1, 0), (0, 0, 1))}
+
+
+def given() -> dict:
+    """The numbers this copy's exercises give, for the current variant
+    (``eqlib.exercises.variants.current()``).
+
+    - ``"b3_point"`` (ch02-ex3): the point x of R^3 whose orbit and stabilizer under B_3
+      are asked, a tuple of 3 integers. Book: ``(2, 2, -5)``. A variant draws two
+      different sizes a, b from 1..9 ((a, b) ≠ (2, 5), so the orbit differs from the
+      book's), puts ±b at a random position and ±a at the other two, with random signs:
+      the two entries of equal size make the stabilizer non-trivial (order 2: the swap of
+      those two neurons, with the signs that keep them), the orbit has 24 points.
+    - ``"b3_element"`` (ch02-ex5): the signed permutation matrix h of 3 neurons (a tuple
+      of 3 rows of integers) with which the involutions to count must commute. Book: the
+      identity, so every involution of B3 counts. A variant draws h uniformly from the 46
+      elements of B3 other than ±I (the centre): the involutions generate B3, so fewer
+      than all of them commute with h, and at least -I does.
+
+    Examples:
+        >>> given()["b3_point"]              # the book: no variant
+        (2, 2, -5)
+
+    Chapter: *Groups and actions*.
+    """
+    numbers = dict(_BOOK)
+    gen = variants.parameter_generator("ch02-ex3")
+    if gen is not None:
+        a, b = 2, 5
+        while (a, b) == (2, 5):
+            a, b = (int(v) + 1 for v in torch.randperm(9, generator=gen)[:2])
+        odd = int(torch.randint(3, (1,), generator=gen))
+        signs = (torch.randint(2, (3,), generator=gen) * 2 - 1).tolist()
+        numbers["b3_point"] = tuple(s * (b if i == odd else a) for i, s in enumerate(signs))
+    gen = variants.parameter_generator("ch02-ex5")
+    if gen is not None:
+        mats = _signed_permutation_matrices(3)
+        eye = torch.eye(3)
+        central = torch.isclose(mats, eye).all(-1).all(-1) | torch.isclose(mats, -eye).all(-1).all(-1)
+        choices = mats[~central]
+        h = choices[int(torch.randint(len(choices), (1,), generator=gen))]
+        numbers["b3_element"] = tuple(tuple(int(v) for v in row) for row in h.tolist())
+    return numbers
 
 
 def check_corner_representation(rho) -> None:
@@ -66,7 +110,7 @@ def check_d4_equivariant_map(f: Callable[[torch.Tensor], torch.Tensor], size: in
     require(f is not None, "f is None: did you replace `raise NotImplementedError()` with your answer?")
     require(callable(f), f"f must be a function of a batch of images, got {type(f).__name__}")
     rho = image_dihedral((1, size, size))
-    x = torch.randn(16, 1, size, size, generator=torch_generator(0))
+    x = torch.randn(16, 1, size, size, generator=variants.input_generator("ch02-ex2", book=0))
     with torch.no_grad():
         y = f(x)
     require(isinstance(y, torch.Tensor) and y.shape == x.shape,
@@ -92,8 +136,8 @@ def _signed_permutation_matrices(d: int) -> torch.Tensor:
 
 
 def check_b3_orbit_stabilizer(orbit, stabilizer) -> None:
-    """ch02-ex3: the orbit (n, 3) and the stabilizer (k, 3, 3) of x = (2, 2, -5) under
-    the signed permutations of 3 neurons.
+    """ch02-ex3: the orbit (n, 3) and the stabilizer (k, 3, 3) of x = ``given()["b3_point"]``
+    (the book: (2, 2, -5)) under the signed permutations of 3 neurons.
 
     Chapter: *Groups and actions*.
     """
@@ -103,13 +147,15 @@ def check_b3_orbit_stabilizer(orbit, stabilizer) -> None:
                 f"{name} must be a tensor of shape {'(n, 3)' if ndim == 2 else '(k, 3, 3)'}, got "
                 f"{tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__}")
     mats = _signed_permutation_matrices(3)
-    x = torch.tensor([2.0, 2.0, -5.0])
+    x = torch.tensor(given()["b3_point"], dtype=torch.float32)
     truth = {tuple(v.tolist()) for v in mats @ x}
+    stab_truth = int((mats @ x == x).all(1).sum())
     got = [tuple(v.tolist()) for v in orbit.float()]
     require(len(set(got)) == len(got), f"orbit3 repeats points: {len(got)} rows but {len(set(got))} "
             "distinct; keep each point of the orbit once (torch.unique(..., dim=0))")
     require(set(got) <= truth, f"orbit3 holds {sorted(set(got) - truth)[:2]}, which no signed "
-            "permutation reaches from x = (2, 2, -5): entries must be a rearrangement of ±2, ±2, ±5")
+            "permutation reaches from x = given['b3_point']: its entries must be those of x, "
+            "rearranged, with any signs")
     require(set(got) == truth, "orbit3 misses points of the orbit: every position of the ±5 and every "
             "sign pattern occurs")
     stab = stabilizer.float()
@@ -120,14 +166,15 @@ def check_b3_orbit_stabilizer(orbit, stabilizer) -> None:
     require(bool(torch.allclose(stab @ x, x.expand(len(stab), 3))), "stab3 holds a matrix that moves x")
     require(len({tuple(m.flatten().tolist()) for m in stab}) == len(stab),
             "stab3 repeats a matrix; keep each element of the stabilizer once")
-    require(len(stab) == 2, "stab3 does not hold the whole stabilizer, or holds too much: find every "
+    require(len(stab) == stab_truth, "stab3 does not hold the whole stabilizer, or holds too much: find every "
             "signed permutation that fixes x, and compare |orbit| · |stabilizer| with |B3|")
-    passed(f"Correct: |orbit| · |stabilizer| = {len(truth)} · 2 = 48 = |B3|.")
+    passed(f"Correct: |orbit| · |stabilizer| = {len(got)} · {len(stab)} = 48 = |B3|.")
 
 
 def check_b3_involutions(count) -> None:
     """ch02-ex5: the number of involutions (g ≠ e, g² = e) of the signed permutations of
-    3 neurons.
+    3 neurons that commute with h = ``given()["b3_element"]`` (the book: h = I, so all
+    the involutions of B3).
 
     Chapter: *Groups and actions*.
     """
@@ -139,10 +186,13 @@ def check_b3_involutions(count) -> None:
             f"n_involutions must be an int, got {type(count).__name__}")
     count = int(count)                          # numpy integers too
     mats = _signed_permutation_matrices(3)
+    h = torch.tensor(given()["b3_element"], dtype=torch.float32)
     eye = torch.eye(3)
-    squares_to_e = int(torch.isclose(mats @ mats, eye).all(-1).all(-1).sum())
-    truth = squares_to_e - 1
-    require(count != squares_to_e, f"{count} counts the identity too: an involution is g ≠ e with g² = e")
-    require(count == truth, f"{count} is not the number of involutions of B3; check g @ g == identity "
-            "for all 48 elements and leave out the identity")
-    passed(f"Correct: B3 has {truth} involutions.")
+    squares_to_e = torch.isclose(mats @ mats, eye).all(-1).all(-1)
+    commutes = torch.isclose(mats @ h, h @ mats).all(-1).all(-1)
+    truth = int((squares_to_e & commutes).sum()) - 1          # leave out the identity
+    require(count != truth + 1, f"{count} counts the identity too: an involution is g ≠ e with g² = e")
+    require(count == truth, f"{count} is not the number of involutions of B3 that commute with "
+            "h = given['b3_element']; check g @ g == identity and g h == h g for all 48 elements "
+            "and leave out the identity")
+    passed(f"Correct: {count} involutions of B3 commute with h.")

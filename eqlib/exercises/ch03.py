@@ -8,18 +8,50 @@ from collections.abc import Callable
 import torch
 
 from ..models.mlp import ACTIVATIONS
-from ..seeds import torch_generator
-from . import ExerciseError, passed, require
+from . import ExerciseError, passed, require, variants
 
-__all__ = ["check_merge_clone", "check_fold_constant", "check_lift"]
+__all__ = ["given", "check_merge_clone", "check_fold_constant", "check_lift"]
+
+#: The numbers the book's exercises give (no variant).
+_BOOK = {"lift_left_inverse": (1, 0, 0)}
+#: The worked example's A_1 (the embedding of the submodel's hidden neuron).
+_LIFT_A = (1.0, -1.0, 0.0)
+
+
+def given() -> dict:
+    """The numbers this copy's exercises give, for the current variant
+    (``eqlib.exercises.variants.current()``).
+
+    - ``"lift_left_inverse"`` (ch03-ex4): the row A_1^* through which k̃(m) = -1 is
+      lifted, a left inverse of the worked example's A_1 = (1, -1, 0)^T
+      (A_1^* A_1 = 1), as a tuple of 3 integers. Book: ``(1, 0, 0)``, the worked
+      example's. A variant draws (p + 1, p, 0) with p an integer in -12..12 other than 0:
+      every such row is a left inverse whose third entry is 0 (so it reads nothing of the
+      constant neuron and the lift still sends α_1(h̃) to α_1(-h̃)), and the lift
+      I - 2 A_1 A_1^* has an entry of size at least 2, so it is never a signed
+      permutation.
+
+    Examples:
+        >>> given()["lift_left_inverse"]     # the book: no variant
+        (1, 0, 0)
+
+    Chapter: *Models, latent spaces and submodels*.
+    """
+    numbers = dict(_BOOK)
+    gen = variants.parameter_generator("ch03-ex4")
+    if gen is not None:
+        p = int(torch.randint(24, (1,), generator=gen)) - 12
+        p += p >= 0                              # -12..-1, 1..12
+        numbers["lift_left_inverse"] = (p + 1, p, 0)
+    return numbers
 
 
 def _two_layer(act: str, W1, b1, W2, b2, x):
     return ACTIVATIONS[act](x @ W1.T + b1) @ W2.T + b2
 
 
-def _cases(seed: int, n: int = 4):
-    gen = torch_generator(seed)
+def _cases(exercise: str, seed: int, n: int = 4):
+    gen = variants.input_generator(exercise, book=seed)
     for case in range(n):
         d_in, d, d_out = 3 + case, 5 + case, 2 + case % 2
         W1, b1 = torch.randn(d, d_in, generator=gen), torch.randn(d, generator=gen)
@@ -35,7 +67,7 @@ def check_merge_clone(merge_clone: Callable) -> None:
 
     Chapter: *Models, latent spaces and submodels*.
     """
-    for case, W1, b1, W2, b2, x in _cases(0):
+    for case, W1, b1, W2, b2, x in _cases("ch03-ex1", 0):
         # the twin a before the removed neuron j in cases 0-1, after it in cases 2-3 (an answer
         # that deletes column j first and then adds into the old index a fails there)
         a, j = (case % 3, 3 + case) if case < 2 else (3 + case, case % 3)
@@ -65,7 +97,7 @@ def check_fold_constant(fold_constant: Callable) -> None:
     Chapter: *Models, latent spaces and submodels*.
     """
     for act in ("sigmoid", "tanh", "gelu"):
-        for case, W1, b1, W2, b2, x in _cases(1, 3):
+        for case, W1, b1, W2, b2, x in _cases("ch03-ex2", 1, 3):
             j = case + 1
             W1[j] = 0.0
             y = _two_layer(act, W1, b1, W2, b2, x)
@@ -85,7 +117,8 @@ def check_fold_constant(fold_constant: Callable) -> None:
 
 def check_lift(K) -> None:
     """Exercise ch03-ex4: the lift K = A k̃ A* + (I - A A*) of k̃(m) = -1 through the
-    worked example's A = (1, -1, 0)^T, A* = (1, 0, 0).
+    worked example's A = (1, -1, 0)^T and A* = ``given()["lift_left_inverse"]`` (the
+    book: the worked example's (1, 0, 0)).
 
     Chapter: *Models, latent spaces and submodels*.
     """
@@ -99,7 +132,8 @@ def check_lift(K) -> None:
             f"K_lift must be a 3x3 tensor (it acts on the 3 hidden neurons), got "
             f"{tuple(K.shape) if isinstance(K, torch.Tensor) else type(K).__name__}")
     K = K.float()
-    A, A_star = torch.tensor([[1.0], [-1.0], [0.0]]), torch.tensor([[1.0, 0.0, 0.0]])
+    A = torch.tensor(_LIFT_A)[:, None]
+    A_star = torch.tensor(given()["lift_left_inverse"], dtype=torch.float32)[None, :]
     truth = A @ torch.tensor([[-1.0]]) @ A_star + torch.eye(3) - A @ A_star
     without_term = A @ torch.tensor([[-1.0]]) @ A_star
     require(not torch.allclose(K, without_term),
@@ -112,4 +146,4 @@ def check_lift(K) -> None:
             "K_lift A ≠ A k̃: the lift must act on the embedded hidden vectors like k̃ does")
     require(torch.allclose(K, truth, atol=1e-5), f"K_lift = {K.tolist()} is an involution with K A = A k̃ "
             "but not the lift A k̃ A* + (I - A A*); compute exactly that formula")
-    passed("Correct: the lift is the involution [[-1, 0, 0], [2, 1, 0], [0, 0, 1]], not a signed permutation.")
+    passed("Correct: the lift A k̃ A* + (I - A A*) is an involution, and not a signed permutation.")

@@ -8,10 +8,37 @@ import torch
 from ..actions import Action, DirectSum, PermutationAction, equivariant_basis, from_matrices, regular, trivial
 from ..images import image_dihedral, mirror
 from ..groups import cyclic, dihedral, flip
-from ..seeds import torch_generator
-from . import ExerciseError, passed, require
+from . import ExerciseError, passed, require, variants
 
-__all__ = ["check_intertwiner_dim", "check_circulant", "check_relu_breaks"]
+__all__ = ["given", "check_intertwiner_dim", "check_circulant", "check_relu_breaks"]
+
+#: The numbers the book's exercises give (no variant).
+_BOOK = {"first_row": (1, 2, 3, 4)}
+
+
+def given() -> dict:
+    """The numbers this copy's exercises give, for the current variant
+    (``eqlib.exercises.variants.current()``).
+
+    - ``"first_row"`` (ch05-ex2): the first row of the C4-intertwiner of the regular
+      representation that the exercise asks for, a tuple of 4 integers. Book:
+      ``(1, 2, 3, 4)``. A variant draws 4 different integers from 1..9 in random order
+      (not the book's row), so every row of the circulant is a different shift.
+
+    Examples:
+        >>> given()["first_row"]             # the book: no variant
+        (1, 2, 3, 4)
+
+    Chapter: *Building equivariant layers*.
+    """
+    numbers = dict(_BOOK)
+    gen = variants.parameter_generator("ch05-ex2")
+    if gen is not None:
+        row = _BOOK["first_row"]
+        while row == _BOOK["first_row"]:
+            row = tuple(int(v) + 1 for v in torch.randperm(9, generator=gen)[:4])
+        numbers["first_row"] = row
+    return numbers
 
 
 def _pairs() -> list[tuple[str, Action, Action]]:
@@ -68,13 +95,14 @@ def check_intertwiner_dim(intertwiner_dim: Callable) -> None:
         want = equivariant_basis(rin, rout).shape[0]
         value = _real_scalar(got, what)
         require(abs(value - want) < 1e-4,
-                f"{what}: got {value:.4g}, but the null space has dimension {want}; "
+                f"{what}: got {value:.4g}, which is not the dimension of the null space; "
                 "average χ_in(g⁻¹)·χ_out(g) over the group (χ(g) = trace of ρ(g))")
     passed("Correct: the character formula matches the null space on all four pairs.")
 
 
 def check_circulant(W) -> None:
-    """Exercise ch05-ex2: the C4-equivariant map regular → regular with first row (1, 2, 3, 4).
+    """Exercise ch05-ex2: the C4-equivariant map regular → regular with first row
+    ``given()["first_row"]`` (the book: (1, 2, 3, 4)).
 
     Chapter: *Building equivariant layers*.
     """
@@ -83,7 +111,9 @@ def check_circulant(W) -> None:
     except (TypeError, ValueError, RuntimeError):
         raise ExerciseError(f"W must be a 4x4 array of numbers, got {W!r}") from None
     require(W.shape == (4, 4), f"W must be 4x4, got shape {tuple(W.shape)}")
-    require(torch.allclose(W[0], torch.tensor([1.0, 2.0, 3.0, 4.0])), f"the first row must be (1, 2, 3, 4), got {W[0].tolist()}")
+    first_row = torch.tensor(given()["first_row"], dtype=W.dtype)
+    require(torch.allclose(W[0], first_row),
+            f"the first row must be given['first_row'] (this copy's numbers), got {W[0].tolist()}")
     rho = regular(cyclic(4))
     for g in rho.group:
         err = float((W @ rho.matrix(g) - rho.matrix(g) @ W).abs().max())
@@ -118,9 +148,9 @@ def check_relu_breaks(rho_out) -> None:
     require(not all(_in_relu_group(rho_out.matrix(g)) for g in D4),
             "for this action ReLU(W x) stays equivariant for every intertwiner W; "
             "pick another rho_out")
-    coef = torch.randn(B.shape[0], generator=torch_generator(0))
+    coef = torch.randn(B.shape[0], generator=variants.input_generator("ch05-ex4", book=0))
     W = torch.einsum("k,kij->ij", coef, B)
-    x = torch.randn(64, 8, generator=torch_generator(1))
+    x = torch.randn(64, 8, generator=variants.input_generator("ch05-ex4", book=1))
     fx = torch.relu(x @ W.T)
     err = max(float((torch.relu(regular(D4).act(g, x) @ W.T) - rho_out.act(g, fx)).norm() / fx.norm()) for g in D4)
     require(err > 1e-5, f"some ρ_out(g) lies outside ReLU's group, yet ReLU(W x) is still equivariant for "
