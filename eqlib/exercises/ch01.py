@@ -36,6 +36,8 @@ def check_symmetrized_weight(W_sym, W, rho: Action) -> None:
     W_sym, W = _tensor(W_sym, "W_sym"), _tensor(W, "W")
     require(W_sym.shape == W.shape, f"W_sym has shape {tuple(W_sym.shape)}, expected {tuple(W.shape)} like W")
     require(bool(torch.isfinite(W_sym).all()), "W_sym contains NaN or inf")
+    require(bool(W.abs().max() > 0), "W is zero: every equivariant matrix is the average of something; "
+            "symmetrize the random W of the answer cell")
     scale = W.abs().max().item() + 1e-12
     for g in rho.group:
         P = rho.matrix(g)
