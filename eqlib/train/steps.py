@@ -129,6 +129,43 @@ def _epoch_means(task_losses: list[torch.Tensor], terms: list[tuple[list[float],
     return [*means, float(correct) / n if correct is not None else float("nan")]
 
 
+def _noise_basis(x_all: torch.Tensor, prep, rho_in: Action, k: int, dev: torch.device,
+                 block: int = 1024) -> torch.Tensor:
+    """(d, k): orthonormal top-``k`` principal directions of the preprocessed samples
+    ``prep(x_all)`` (flattened, d coordinates) and their images under every element of
+    ``rho_in``'s group. The covariance is symmetrised as mean_g ρ(g) C ρ(g)ᵀ (C of the
+    samples alone, each ρ(g) applied to its rows and columns), so the subspace of a
+    permutation action, such as the mirror, is mapped to itself up to rounding."""
+    n = x_all.shape[0]
+    total = torch.zeros((), dtype=torch.float64, device=dev)
+    for i in range(0, n, block):
+        xb = prep(x_all[i:i + block]).flatten(1).double()
+        total = xb.sum(0) if i == 0 else total + xb.sum(0)
+        second = xb.T @ xb if i == 0 else second + xb.T @ xb
+    d = total.numel()
+    if k > d:
+        raise ValueError(f"TrainConfig.noise_subspace={k} exceeds the samples' {d} coordinates")
+    shape = tuple(x_all.shape[1:]) if rho_in is None else tuple(rho_in.shape)
+    cov = torch.zeros(d, d, dtype=torch.float64, device=dev)
+    group = [None] if rho_in is None else list(rho_in.group)
+    for g in group:  # E[(ρx)(ρx)ᵀ] - E[ρx]E[ρx]ᵀ, by ρ on rows, then on columns
+        act = (lambda v: v) if g is None else (lambda v, g=g: rho_in.act(g, v.reshape(-1, *shape)).flatten(1))
+        m = act(total[None] / n)
+        cov += act(act(second / n).T).T - m.T @ m
+    cov = (cov + cov.T) / (2 * len(group))
+    return torch.linalg.eigh(cov)[1][:, -k:].float()
+
+
+def _noise(x: torch.Tensor, config, basis: torch.Tensor | None, gen: torch.Generator) -> torch.Tensor:
+    """The penalty's noise for a batch shaped like ``x``: isotropic, ``noise_std · N(0, I)``,
+    or with ``basis`` (d, k) isotropic in its span with the same mean squared norm."""
+    if basis is None:
+        return torch.randn(x.shape, generator=gen, device=x.device) * config.noise_std
+    d, k = basis.shape
+    z = torch.randn(x.shape[0], k, generator=gen, device=x.device) * (config.noise_std * math.sqrt(d / k))
+    return (z @ basis.T).reshape(x.shape)
+
+
 class _Run:
     """What one epoch of :func:`train` needs besides the model and the config."""
 
@@ -145,6 +182,8 @@ class _Run:
         self.total_steps = config.epochs * self.steps_per_epoch
         self.block = max(1, (_PREP_IMAGES_CPU if dev.type == "cpu" else _PREP_IMAGES_GPU) // self.bs)
         self.label_max = int(y_all.max()) if y_all is not None else None
+        self.basis = (_noise_basis(x_all, prep, rho_in, config.noise_subspace, dev)
+                      if config.noise_subspace and config.penalty_noise > 0 else None)
 
     def epoch(self, model: nn.Module, epoch: int) -> tuple[list[float], float, float, float]:
         """Train one epoch: (epoch means of ``_epoch_means``, last penalty weight, last lr,
@@ -201,7 +240,7 @@ class _Run:
                 self.label_max = None
             task_loss = _task_loss(out, x, y, config.task)
             loss = task_loss
-            noise = torch.randn(x.shape, generator=gen, device=dev) * config.noise_std if pn > 0 else None
+            noise = _noise(x, config, self.basis, gen) if pn > 0 else None
             picks = None
             if (pw > 0 or pn > 0) and config.penalty_samples:
                 drawn = torch.randint(group.order, (config.penalty_samples,), generator=gen, device=dev)
