@@ -118,8 +118,9 @@ def paired_projection(weight: torch.Tensor, bias: torch.Tensor | None = None, *,
     b_j' = s·b_i' (Tanh is odd, so the sign carries over to the bias); for a fixed point
     (i, i, s), w_i' = (w_i + s·mirror(w_i))/2 and b_i' = (b_i + s·b_i)/2 (0 when
     antisymmetric). Then mirror(w_j') = s_j·w'_{π(j)} and b_j' = s_j·b'_{π(j)} hold
-    exactly, in floating point too (a flip and a sign change are exact): W' M = P_s W'.
-    A zero filter is a symmetric fixed point.
+    exactly, in floating point too (a flip and a sign change are exact, and so is the cast
+    from the float64 computation back to the weight's dtype): W' M = P_s W'. A zero
+    filter is a symmetric fixed point.
 
     Examples:
         >>> g = torch.Generator().manual_seed(0)
@@ -146,10 +147,11 @@ def paired_projection(weight: torch.Tensor, bias: torch.Tensor | None = None, *,
     check_tensor("bias", bias, ndim=1, dtype="real", finite=True)
     if bias.shape[0] != n:
         raise ValueError(f"bias must have shape ({n},) like weight's rows, got {tuple(bias.shape)}")
-    W = weight.detach().cpu()
-    b = bias.detach().cpu().to(W.dtype)
+    out_dtype = weight.dtype if weight.is_floating_point() else torch.float64
+    W = weight.detach().cpu().double()  # computed in float64; the cast back keeps W' M = P_s W' exact
+    b = bias.detach().cpu().double()
     mirror = lambda v: mirror_images(v, axis, shape=shape)  # noqa: E731
-    U = W.double() / W.double().norm(dim=1, keepdim=True).clamp_min(1e-300)
+    U = W / W.norm(dim=1, keepdim=True).clamp_min(1e-300)
     cos = mirror(U) @ U.T  # cos(mirror(w_i), w_j): symmetric, the mirror being an orthogonal involution
     cos = (cos + cos.T) / 2
     sigma = involutive_matching(cos.abs())
@@ -166,8 +168,7 @@ def paired_projection(weight: torch.Tensor, bias: torch.Tensor | None = None, *,
     Wn[j[pair]] = s[pair, None] * mirror(Wn[i[pair]])
     bn[j[pair]] = s[pair] * bn[i[pair]]
     score = cos.abs().numpy()[idx, sigma]
-    return PairedLayer(Wn.to(weight.dtype), bn.to(weight.dtype), sigma.astype(np.int64), signs.astype(np.int64),
-                       score)
+    return PairedLayer(Wn.to(out_dtype), bn.to(out_dtype), sigma.astype(np.int64), signs.astype(np.int64), score)
 
 
 def filter_localisation(weight: torch.Tensor, window: int = 7,

@@ -342,3 +342,48 @@ def test_tiny_run_on_synthetic_images(tmp_path, monkeypatch):
         H.pairing_hypotheses(train_set, test_set, TINY, only=["nope"])
     with pytest.raises(ValueError, match="seeds"):
         H.pairing_hypotheses(train_set, test_set, TINY, seeds=(0, 0))
+
+
+# ---------------------------------------------------------------------------------- the recording script
+
+def test_record_hypotheses_script_runs_the_full_budget_niced_logged_and_locked(tmp_path):
+    """benchmarks/record_hypotheses.sh with a stub interpreter: the command (full budget, seeds
+    0,1,2, into a fresh folder whose JSON is copied to the destination), nice 19, the log, a
+    failing run copies nothing, and a second copy is refused while one holds the lock."""
+    import fcntl
+    import os
+    import subprocess
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "record_hypotheses.sh"
+    stub = tmp_path / "python-stub"
+    stub.write_text('#!/usr/bin/env bash\necho "niceness $(nice) args $*"\n'
+                    'out=""; prev=""; for a in "$@"; do [ "$prev" = "--out" ] && out=$a; prev=$a; done\n'
+                    '[ -n "$out" ] && echo "{}" > "$out/pairing_hypotheses_full.json"\n'
+                    'exit "${STUB_RC:-0}"\n')
+    stub.chmod(0o755)
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    env = {**os.environ, "PYTHON": str(stub), "EQLIB_CACHE": str(tmp_path / "cache"),
+           "LOG": str(tmp_path / "log.txt"), "RECORD_DEST": str(dest)}
+    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    log = (tmp_path / "log.txt").read_text()
+    assert "niceness 19 args -m eqlib.experiments.pairing_hypotheses --budget full --seeds 0,1,2" in log
+    assert "--no-download --out " in log and "--out eqlib/recorded" not in log
+    assert (dest / "pairing_hypotheses_full.json").read_text().strip() == "{}"
+    (dest / "pairing_hypotheses_full.json").unlink()
+    proc = subprocess.run(["bash", str(script)], env={**env, "STUB_RC": "3"}, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 3 and "exit 3" in (tmp_path / "log.txt").read_text()
+    assert not (dest / "pairing_hypotheses_full.json").exists()
+    with open(tmp_path / "cache" / "record_hypotheses.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1 and "not starting" in proc.stderr
+
+
+def test_command_line_checks_its_flags_before_any_work(tmp_path):
+    with pytest.raises(SystemExit):
+        H.main(["--budget", "laptop", "--only", "nope", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        H.main(["--budget", "laptop", "--set", "search.nope=1", "--out", str(tmp_path)])
