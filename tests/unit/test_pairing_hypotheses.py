@@ -241,6 +241,10 @@ def test_stability_verdict_on_made_up_numbers():
     assert v["settings"]["kept"]["stable_not_reachable"] and v["supported"]
     assert v["settings"]["lost"]["status"] == "not stable"
     assert not v["settings"]["lost"]["reconstruction_matches"]  # 0.09 above, spread 0.02
+    assert not v["settings"]["lost"]["reconstruction_as_good"]
+    better = [{**r, "setting": "better", "test_relative_error": 0.40} for r in keep]
+    vb = H.stability_verdict(generic + better)["settings"]["better"]
+    assert not vb["reconstruction_matches"] and vb["reconstruction_as_good"] and vb["stable_not_reachable"]
     assert v["settings"]["lost"]["reconstruction_gap"] == pytest.approx(0.09)
     assert v["settings"]["some"]["status"] == "mixed" and v["settings"]["some"]["survived"] == [False, True, True]
     # a generic network that already pairs: the pairing is reached, so not "not reachable"
