@@ -33,8 +33,13 @@ OLD_MEDIUM = {
     "channels_last": False, "augment_crop": 4}
 
 
+#: TrainConfig fields added after the pins, left out at their default 0 (as ``to_dict`` does)
+NEW_FIELDS = ("noise_subspace",)
+
+
 def _hash(cfg: TrainConfig) -> str:
-    return hashlib.sha256(json.dumps(dataclasses.asdict(cfg), sort_keys=True).encode()).hexdigest()[:16]
+    fields = {k: v for k, v in dataclasses.asdict(cfg).items() if not (k in NEW_FIELDS and v == 0)}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _configs() -> dict[str, TrainConfig]:
