@@ -158,6 +158,7 @@ def test_noise_subspace_config():
     base = TrainConfig(task="autoencode", penalty="equivariance", penalty_noise=1.0)
     assert "noise_subspace" not in base.to_dict()  # old cache keys kept
     assert base.replace(noise_subspace=16).to_dict()["noise_subspace"] == 16
+    assert TrainConfig.from_dict(base.replace(noise_subspace=16).to_dict()) == base.replace(noise_subspace=16)
     with pytest.raises(ValueError, match="penalty_noise"):
         TrainConfig(task="autoencode", penalty="equivariance", noise_subspace=4)
     with pytest.raises(ValueError, match="noise_subspace"):
