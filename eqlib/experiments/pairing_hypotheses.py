@@ -99,9 +99,10 @@ class HypothesisSettings:
         check_float("strong_decay", self.strong_decay, 0.0)
 
 
-#: ``full``: the search's ``full`` networks (10,000 images, 15 epochs; about a minute per
-#: run on 2 CPU cores, 47 run-lengths in all on 3 seeds); ``laptop``: the search's laptop
-#: networks (2,000 images, 5 epochs), for a try and the tests
+#: ``full``: the search's ``full`` networks (10,000 images, 15 epochs; 14 networks per seed,
+#: 42 on 3 seeds: about 55–70 CPU-minutes, measured per training step on 1 thread: 47 s for a
+#: run of the protocol, 141 s for the triple length, 70–114 s with a noise penalty);
+#: ``laptop``: the search's laptop networks (2,000 images, 5 epochs), for a try and the tests
 BUDGETS: dict[str, HypothesisSettings] = {
     "laptop": HypothesisSettings(search=SEARCH_BUDGETS["laptop"]),
     "full": HypothesisSettings(),
