@@ -124,8 +124,8 @@ def test_flat_legacy_settings_check_against_the_nested_budgets():
 def test_every_experiment_is_an_experiment_with_a_one_line_main():
     import inspect
 
-    from eqlib.experiments import cifar_mlp
-    for module in (gb, cifar_mlp, fs):
+    from eqlib.experiments import cifar_mlp, pairing_hypotheses
+    for module in (gb, cifar_mlp, fs, pairing_hypotheses):
         assert isinstance(module.EXPERIMENT, protocol.Experiment)
         body = [line for line in inspect.getsource(module.main).split('"""')[-1].splitlines() if line.strip()]
         assert body == ["    return protocol.main(EXPERIMENT, argv)"], module.__name__
