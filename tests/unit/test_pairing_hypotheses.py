@@ -392,3 +392,24 @@ def test_command_line_checks_its_flags_before_any_work(tmp_path):
         H.main(["--budget", "laptop", "--only", "nope", "--out", str(tmp_path)])
     with pytest.raises(SystemExit):
         H.main(["--budget", "laptop", "--set", "search.nope=1", "--out", str(tmp_path)])
+
+
+@pytest.mark.parametrize("first_norm", [0.0, 1.0])
+def test_search_train_cached_and_from_a_start_match_the_plain_run(tmp_path, monkeypatch, first_norm):
+    """The hooks the hypotheses add to ``search_train``: through the model cache (trained,
+    then loaded) it gives the weights of the plain run; from ``start`` it trains a copy, and
+    from a copy of the seeded initialisation it gives the plain run's weights."""
+    monkeypatch.setenv("EQLIB_CACHE", str(tmp_path / "cache"))
+    s = protocol.replace_settings(TINY.search, {"first_norm": first_norm, "train.penalty_noise": 1.0})
+    X = images.prepare_images(_fake(40).images).flatten(1)
+    plain = FS.search_train(s, X, seed=3).model.state_dict()
+    for _ in range(2):  # trained, then loaded
+        result = FS.search_train(s, X, seed=3, cached=True)
+        assert all(torch.equal(plain[k], v) for k, v in result.model.state_dict().items())
+    assert result.from_cache
+    from eqlib.experiments.cifar_setup import build_mlp
+    start = build_mlp("tanh", "autoencode", s.hidden, seed=3, first_init_scale=s.first_init_scale)
+    before = {k: v.clone() for k, v in start.state_dict().items()}
+    again = FS.search_train(s, X, seed=3, start=start).model.state_dict()
+    assert all(torch.equal(plain[k], v) for k, v in again.items())
+    assert all(torch.equal(before[k], v) for k, v in start.state_dict().items())  # the start is not trained
