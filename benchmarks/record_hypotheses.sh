@@ -3,7 +3,7 @@
 # (python -m eqlib.experiments.pairing_hypotheses: stability vs reachability of a planted paired
 # first layer, structure first, where the penalty acts) at the `full` budget (the filter search's
 # networks: 10,000 CIFAR-10 training images, widths 256/128/128, 15 epochs) on seeds 0, 1, 2, on
-# the CPU at the lowest priority (nice -n 19). 42 networks, about 55-70 CPU-minutes (see the
+# the CPU at the lowest priority (nice -n 19). 42 networks, about 60-80 CPU-minutes (see the
 # module's BUDGETS); every network is trained through the model cache
 # ($EQLIB_CACHE/models), which checkpoints each epoch, so
 #

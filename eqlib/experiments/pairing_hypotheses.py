@@ -100,8 +100,9 @@ class HypothesisSettings:
 
 
 #: ``full``: the search's ``full`` networks (10,000 images, 15 epochs; 14 networks per seed,
-#: 42 on 3 seeds: about 55–70 CPU-minutes, measured per training step on 1 thread: 47 s for a
-#: run of the protocol, 141 s for the triple length, 70–114 s with a noise penalty);
+#: 42 on 3 seeds: about 60–80 CPU-minutes on 1 thread, from the CPU time per training step
+#: (47 s for a run of the protocol, 141 s for the triple length, 70–114 s with a noise
+#: penalty) and from the ``laptop`` budget's 128 CPU-seconds for one seed, 1/15 the work);
 #: ``laptop``: the search's laptop networks (2,000 images, 5 epochs), for a try and the tests
 BUDGETS: dict[str, HypothesisSettings] = {
     "laptop": HypothesisSettings(search=SEARCH_BUDGETS["laptop"]),

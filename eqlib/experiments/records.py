@@ -194,8 +194,8 @@ def load_json(path: str | os.PathLike, required: Sequence[str] = ("settings",)) 
 #: :func:`~eqlib.experiments.records.load_recorded` checks. ``gcnn_barrier_full.json`` is
 #: written there by ``benchmarks/gpu_check.sh`` and absent until a GPU session records it;
 #: ``gcnn_barrier_medium.json`` by ``benchmarks/record_medium.sh`` (hours on a CPU);
-#: ``pairing_hypotheses_full.json`` by ``benchmarks/record_hypotheses.sh`` (about an hour and a
-#: half on 2 CPU cores).
+#: ``pairing_hypotheses_full.json`` by ``benchmarks/record_hypotheses.sh`` (about 60–80
+#: CPU-minutes).
 RECORDS: dict[str, tuple[str, ...]] = {
     "cifar_mlp_full.json": ("settings", "networks"),
     "cifar_mlp_full_explore.json": ("settings", "networks"),
