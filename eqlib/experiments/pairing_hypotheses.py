@@ -203,7 +203,7 @@ def _planted_start(generic: nn.Module, s: SearchSettings, seed: int, start: str)
 
 
 def shows_picture(rows: Sequence[Mapping[str, Any]], similarity_max: float = 0.5) -> bool:
-    """Whether one setting's ``rows`` (one per seed) show the picture (:data:`PICTURE`): at
+    """Whether one setting's ``rows`` (one per seed) show the picture (:data:`~eqlib.experiments.pairing_hypotheses.PICTURE`): at
     least 3 seeds, and on every one at least 32 of the first 64 filters categorised, at
     least 8 of them in mirrored or negated mirrored pairs, and ``filter_similarity`` below
     ``similarity_max`` (a non-degenerate layer).
