@@ -3,6 +3,8 @@
 - :mod:`eqlib.experiments.cifar_mlp`: the CIFAR-10 MLP experiment of Shahverdi, Marchetti, Bökman and
   Kohn (2026) (``python -m eqlib.experiments.cifar_mlp --budget full --out results/``).
 - :mod:`eqlib.experiments.gcnn_barrier`: GCNN classifiers and their interpolation barriers.
+- :mod:`eqlib.experiments.pairing_hypotheses`: chapter 11's missing picture as three hypothesis
+  experiments (``python -m eqlib.experiments.pairing_hypotheses --budget full --seeds 0,1,2``).
 - :mod:`eqlib.experiments.protocol`: the protocol both follow (budgets, ``--set``,
   ``--seeds``, the shared command line, atomic JSON, the recorded-run check).
 

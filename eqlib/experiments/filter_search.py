@@ -18,6 +18,7 @@ Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 import time
@@ -36,7 +37,7 @@ from ..latent import fit_linear_action
 from ..images import mirror as _MIRROR
 from ..images import mirror_images, prepare_images
 from ..seeds import torch_generator
-from ..train import TrainConfig, TrainResult, train
+from ..train import TrainConfig, TrainResult, cached_train, train
 from . import protocol
 from .cifar_setup import build_mlp
 
@@ -244,21 +245,35 @@ def _project_filters(model: nn.Module, norm: float) -> None:
         first.mul_(norm / first.norm(dim=1, keepdim=True).clamp_min(1e-12))
 
 
-def search_train(s: SearchSettings, X: torch.Tensor, seed: int) -> TrainResult:
+def search_train(s: SearchSettings, X: torch.Tensor, seed: int, *, start: nn.Module | None = None,
+                 cached: bool = False) -> TrainResult:
     """Train the search's Tanh autoencoder (seeded by ``seed``) on the rows of ``X`` (already
     in its input space) with :func:`eqlib.train.train` under
     :func:`~eqlib.experiments.filter_search.search_config`; with ``first_norm`` the filters
-    are projected to that norm at initialisation and after every step.
+    are projected to that norm at initialisation and after every step. ``start``: a
+    network of the same architecture to start from instead of the seeded initialisation
+    (left unchanged: a copy is trained). ``cached``: through the model cache
+    (:func:`eqlib.train.cached_train`, keyed by content; an interrupted run resumes).
 
     Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
-    model = build_mlp("tanh", "autoencode", s.hidden, seed=seed, first_init_scale=s.first_init_scale)
+    def build() -> nn.Module:
+        if start is not None:
+            model = copy.deepcopy(start).train()
+        else:
+            model = build_mlp("tanh", "autoencode", s.hidden, seed=seed, first_init_scale=s.first_init_scale)
+        if s.first_norm > 0:
+            _project_filters(model, s.first_norm)
+        return model
+
     hooks = {}
     if s.first_norm > 0:
-        _project_filters(model, s.first_norm)
         hooks["after_step"] = lambda m, step: _project_filters(m, s.first_norm)
     rho = _MIRROR((3, 32, 32))
-    return train(model, (X, None), search_config(s, seed), symmetry=(rho, rho), hooks=hooks, device="cpu",
+    if cached:
+        return cached_train(build, search_config(s, seed), (X, None), symmetry=(rho, rho), hooks=hooks,
+                            device="cpu", progress=False)
+    return train(build(), (X, None), search_config(s, seed), symmetry=(rho, rho), hooks=hooks, device="cpu",
                  progress=False)
 
 
@@ -269,7 +284,13 @@ def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.T
     t0 = time.perf_counter()
     result = search_train(s, X, seed)
     seconds = time.perf_counter() - t0
-    model, losses = result.model, result.history["task_loss"]
+    return _search_measures(s, result.model, X, Xt, P, seed, seconds, result.history["task_loss"]), result.model
+
+
+def _search_measures(s: SearchSettings, model: nn.Module, X: torch.Tensor, Xt: torch.Tensor, P: torch.Tensor,
+                     seed: int, seconds: float, losses: Sequence[float]) -> dict[str, Any]:
+    """The row of measures of one trained search network (see ``filter_search``); reused by
+    ``eqlib.experiments.pairing_hypotheses``."""
     W1 = model.layers[0].weight.detach().clone()
     raw, sub = filter_pairing(W1), filter_pairing(W1, subspace=P)
     g = torch_generator(seed + 1)  # the recorded search's probes: kept, not spawned
@@ -305,7 +326,7 @@ def _search_run(s: SearchSettings, X: torch.Tensor, Xt: torch.Tensor, P: torch.T
            "end_to_end": end_to_end,
            "test_relative_error": test_rel, "final_task_loss": float(losses[-1]),
            "train_seconds": seconds}
-    return row, model
+    return row
 
 
 def search_summary(rows: Sequence[Mapping[str, Any]], min_seeds: int = 3) -> dict[str, Any]:
@@ -346,6 +367,17 @@ def search_summary(rows: Sequence[Mapping[str, Any]], min_seeds: int = 3) -> dic
                 r["subspace_categorised_first64"] >= 32
                 and r["f1_horizontal_subspace_noise"] <= 0.1 for r in rs)}
     return summary
+
+
+def _search_inputs(train: CIFAR10, test: CIFAR10, base: SearchSettings
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The search's data: its stratified subsets of ``train`` and ``test`` as flattened
+    normalised images, and the spectrum (eigenvalues ascending, eigenvectors) of the
+    mirror-symmetrised training images; reused by ``eqlib.experiments.pairing_hypotheses``."""
+    tr = subset(train, base.n_train, seed=0) if base.n_train < len(train) else train
+    te = subset(test, base.n_test, seed=1) if base.n_test < len(test) else test
+    evals, evecs = mirror_symmetric_spectrum(tr.images)
+    return prepare_images(tr.images).flatten(1), prepare_images(te.images).flatten(1), evals, evecs
 
 
 def filter_search(train: CIFAR10, test: CIFAR10, variants: Mapping[str, Mapping[str, Any]] | None = None,
@@ -393,11 +425,7 @@ def filter_search(train: CIFAR10, test: CIFAR10, variants: Mapping[str, Mapping[
     if not isinstance(top, int) or top < 0:
         raise ValueError(f"top must be an integer ≥ 0, got {top!r}")
     settings_of = {name: protocol.replace_settings(base, change) for name, change in variants.items()}
-    tr = subset(train, base.n_train, seed=0) if base.n_train < len(train) else train
-    te = subset(test, base.n_test, seed=1) if base.n_test < len(test) else test
-    X0 = prepare_images(tr.images).flatten(1)
-    Xt0 = prepare_images(te.images).flatten(1)
-    evals, evecs = mirror_symmetric_spectrum(tr.images)
+    X0, Xt0, evals, evecs = _search_inputs(train, test, base)
     P = evecs[:, -base.subspace_k:]
     inputs: dict[tuple[str, float], tuple[torch.Tensor, torch.Tensor]] = {}
 

@@ -193,7 +193,9 @@ def load_json(path: str | os.PathLike, required: Sequence[str] = ("settings",)) 
 #: the recorded runs the package ships in ``eqlib/recorded/``: file name -> the keys
 #: :func:`~eqlib.experiments.records.load_recorded` checks. ``gcnn_barrier_full.json`` is
 #: written there by ``benchmarks/gpu_check.sh`` and absent until a GPU session records it;
-#: ``gcnn_barrier_medium.json`` by ``benchmarks/record_medium.sh`` (hours on a CPU).
+#: ``gcnn_barrier_medium.json`` by ``benchmarks/record_medium.sh`` (hours on a CPU);
+#: ``pairing_hypotheses_full.json`` by ``benchmarks/record_hypotheses.sh`` (about 60–80
+#: CPU-minutes).
 RECORDS: dict[str, tuple[str, ...]] = {
     "cifar_mlp_full.json": ("settings", "networks"),
     "cifar_mlp_full_explore.json": ("settings", "networks"),
@@ -202,6 +204,7 @@ RECORDS: dict[str, tuple[str, ...]] = {
     "gcnn_barrier_laptop.json": ("budget", "cells"),
     "gcnn_barrier_medium.json": ("budget", "cells"),
     "gcnn_barrier_full.json": ("budget", "cells"),
+    "pairing_hypotheses_full.json": ("settings", "hypotheses", "picture"),
 }
 
 
@@ -215,7 +218,8 @@ def load_recorded(name: str, missing_ok: bool = False) -> dict[str, Any] | None:
     the same records.
 
     With ``missing_ok=True`` a known record that has not been recorded yet (the GCNN
-    barrier's ``gcnn_barrier_medium.json`` and ``gcnn_barrier_full.json``) gives ``None``
+    barrier's ``gcnn_barrier_medium.json`` and ``gcnn_barrier_full.json``, chapter 11's
+    ``pairing_hypotheses_full.json``) gives ``None``
     instead of an error.
 
     Raises:

@@ -24,6 +24,10 @@ _SCHEDULES = ("constant", "warmup_linear", "cosine")
 _PENALTIES = ("none", "equivariance", "invariance")
 
 
+#: fields added after the cache keys were pinned: left out of :meth:`TrainConfig.to_dict` at
+#: their default 0, so that older runs keep their keys
+_NEW_FIELDS = ("augment_crop", "noise_subspace")
+
 #: the largest learning rate :class:`TrainConfig` accepts (larger ones only diverge)
 LR_MAX = 100.0
 
@@ -75,6 +79,14 @@ class TrainConfig:
         penalty_noise: the weight of the same penalty on isotropic Gaussian inputs
             ``noise_std · N(0, I)`` of the batch's shape (drawn per batch), with the same ramp.
         noise_std: the standard deviation of those inputs.
+        noise_subspace: 0 (the default: isotropic noise), or k ≥ 1: the noise lies in the
+            span of the top k principal directions of the preprocessed training samples
+            together with their images under every element of the group (a subspace the
+            group's action maps to itself), isotropic there and scaled to the same mean
+            squared norm as isotropic noise (variance ``noise_std² · d / k`` along each of
+            the k directions, d the sample's size); the directions are computed once per
+            run from the covariance. Absent from :meth:`to_dict` when 0, so the cache
+            keys of runs without it are those from before it existed.
         penalty_samples: 0: the penalty is the mean over every element of G but the
             identity (for the mirror: m); k ≥ 1: over k elements of G drawn uniformly per batch.
         grad_clip: clip the gradient norm to this value (0: no clipping).
@@ -108,6 +120,7 @@ class TrainConfig:
     penalty_ramp: float = 0.1
     penalty_noise: float = 0.0
     noise_std: float = 1.0
+    noise_subspace: int = 0
     penalty_samples: int = 0
     grad_clip: float = 0.0
     snapshot_every: int = 0
@@ -121,11 +134,11 @@ class TrainConfig:
                               ("penalty", _PENALTIES)):
             check_choice(f"TrainConfig.{name}", getattr(self, name), options)
         for name, low in (("epochs", 1), ("batch_size", 1), ("snapshot_every", 0), ("seed", 0),
-                          ("penalty_samples", 0), ("augment_crop", 0)):
+                          ("penalty_samples", 0), ("augment_crop", 0), ("noise_subspace", 0)):
             value = getattr(self, name)
             # torch generators take 64-bit seeds; an epoch count beyond 10^6 would run for ever
             high = {"seed": 2**63 - 1, "epochs": 10**6, "batch_size": 2**31, "penalty_samples": 10**4,
-                    "augment_crop": 64}.get(name)
+                    "augment_crop": 64, "noise_subspace": 2**31}.get(name)
             if check_int(f"TrainConfig.{name}", value, low, high) != value or type(value) is not int:
                 object.__setattr__(self, name, int(value))
         check_float("TrainConfig.lr", self.lr, 0.0, LR_MAX, low_open=True)
@@ -145,15 +158,19 @@ class TrainConfig:
         if self.penalty == "equivariance" and self.task != "autoencode":
             raise ValueError("the equivariance penalty f(ρ_in(g)x) ≈ ρ_out(g) f(x) needs outputs the group acts on: "
                              "use task='autoencode' (classifiers take penalty='invariance')")
+        if self.noise_subspace > 0 and self.penalty_noise == 0:
+            raise ValueError(f"TrainConfig.noise_subspace={self.noise_subspace} places the noise penalty in a "
+                             "subspace: it needs penalty_noise > 0")
         if self.penalty_noise > 0 and self.penalty == "none":
             raise ValueError("TrainConfig.penalty_noise > 0 weights a penalty: set penalty to 'equivariance' "
                              "or 'invariance'")
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict of the fields (``augment_crop`` only when on, so the
-        cache keys of runs without it are those from before it existed)."""
+        """A JSON-serialisable dict of the fields (``augment_crop`` and ``noise_subspace``
+        only when on, so the cache keys of runs without them are those from before they
+        existed)."""
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()
-                if not (k == "augment_crop" and v == 0)}
+                if not (k in _NEW_FIELDS and v == 0)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "TrainConfig":

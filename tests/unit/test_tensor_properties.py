@@ -375,6 +375,12 @@ ENTRIES: list[Entry] = [
                                                      {"W1": rn(s, 4, 3072)}), low=None),
     E(analysis.filters.negated_copies, lambda n, s: (lambda weight, bias: vars(analysis.filters.negated_copies(
         weight, bias)), {"weight": torch.cat([rn(s, n + 2, 8), -rn(s, 1, 8)]), "bias": rn(s + 1, n + 3)}), low=None),
+    E(analysis.structure.paired_projection, lambda n, s: (lambda weight, bias: vars(analysis.structure.paired_projection(
+        weight, bias, shape=(3, 4, 4))), {"weight": rn(s, n + 2, 48), "bias": rn(s + 1, n + 2)}), low=None),
+    E(analysis.structure.involutive_matching, lambda n, s: (analysis.structure.involutive_matching, {
+        "score": (lambda r: r + r.T)(rn(s, n + 2, n + 2))}), low=None),
+    E(analysis.structure.filter_localisation, lambda n, s: (analysis.structure.filter_localisation, {
+        "weight": rn(s, n + 1, 3072)}), "weight", tol=1e-3),
     E(analysis.probes.paired_latents, lambda n, s: (analysis.probes.paired_latents, {
         "model": MLP([3072, 4, 3], seed=s % 97), "y": rn(s, n + 1, 3072), "layers": [1], "axes": ["horizontal"]}),
       "y"),
@@ -456,6 +462,7 @@ EXEMPT: dict[str, str] = {
     "ConvLatentActions.__init__": "result record of recover_conv_actions",
     "LinearFit.__init__": "result record of fit_linear_action",
     "TrainResult.__init__": "result record of train",
+    "PairedLayer.__init__": "result record of paired_projection",
     "MergeData.__init__": "plain record; MergeData.from_images (in the table) is the entry point",
     "Activation.__init__": "a record of callables (Tensor appears only inside fn's Callable type)",
     # figures: no number to compare; their tensor inputs go through functions of the table
