@@ -277,6 +277,9 @@ def _assert_recovered(res, planted, ident_tol=1e-5, duplicates=False):
     assert res.head_perm_maps[e].tolist() == res.head_perm[e].tolist()
     assert max(float(res.head_residual[e].max()), res.basis_residual[e], res.maps_residual[e],
                res.output_residual[e], res.head_space_residual[e]) < ident_tol, res.summary()
+    for g in G:  # where both readings of τ agree, so do the two maps residuals
+        if res.head_perm_maps[g].tolist() == res.head_perm[g].tolist():
+            assert res.maps_residual_maps[g] == pytest.approx(res.maps_residual[g], abs=1e-6)
     for g in G:
         moved = np.flatnonzero(planted.head_perm[g] != np.arange(len(planted.head_perm[g])))
         if duplicates and len(moved):

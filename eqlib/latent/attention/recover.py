@@ -402,6 +402,8 @@ class AttentionLatentAction:
             invertible E_h or F_h was found).
         positional_residual: ‖Π_g P R_gᵀ − P‖/‖P‖ (0 iff P is equivariant; None w/o P).
         maps_residual: ‖maps(g·X)[τ(h)] − Π maps(X)[h] Πᵀ‖ / ‖maps(g·X)‖.
+        maps_residual_maps: the same with τ read from the attention maps
+            (``head_perm_maps``): how well the maps' own head matching explains them.
         output_residual: ‖f(g·X) − g·f(X)‖ / ‖f(X)‖.
         head_space_residual: max over heads of ‖Y_{τ(h)}(g·X) − Π_g Y_h(X) F_h^{-1}‖ / ‖·‖,
             Y_h the head value outputs (:meth:`eqlib.models.attention.MultiHeadAttention.head_values`): the
@@ -424,6 +426,7 @@ class AttentionLatentAction:
     basis_residual: dict[str, float] = field(default_factory=dict)
     positional_residual: dict[str, float | None] = field(default_factory=dict)
     maps_residual: dict[str, float] = field(default_factory=dict)
+    maps_residual_maps: dict[str, float] = field(default_factory=dict)
     output_residual: dict[str, float] = field(default_factory=dict)
     head_space_residual: dict[str, float] = field(default_factory=dict)
     S: dict[str, Tensor] = field(default_factory=dict)
@@ -431,8 +434,8 @@ class AttentionLatentAction:
 
     def __post_init__(self):
         for f in ("head_perm", "head_perm_maps", "head_ties", "token_perm", "token_perm_given", "A", "B",
-                  "head_residual", "basis_residual", "positional_residual", "maps_residual", "output_residual",
-                  "head_space_residual", "S"):
+                  "head_residual", "basis_residual", "positional_residual", "maps_residual", "maps_residual_maps",
+                  "output_residual", "head_space_residual", "S"):
             setattr(self, f, ByElement(self.group, getattr(self, f)))
 
     @property
@@ -577,6 +580,8 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             res.positional_residual[name] = None if layer.P is None else float(_rel(moved["P"], layer.P))
             res.maps_residual[name] = float((maps_gx[:, torch.as_tensor(tau)] - expected).norm()
                                             / maps_gx.norm().clamp_min(1e-12))
+            res.maps_residual_maps[name] = float((maps_gx[:, torch.as_tensor(tau_maps)] - expected).norm()
+                                                 / maps_gx.norm().clamp_min(1e-12))
             residual = equivariance_residual(layer, action_in, action_out, x, g=g, fx=fx)
             res.output_residual[name] = float(residual.norm() / fx.norm().clamp_min(1e-12))
             res.S[name] = S.clone()

@@ -1,0 +1,54 @@
+"""Which heads of the attention autoencoder trade places under the mirror, at H heads, on
+several seeds: chapter 11's attention part (``eqlib.experiments.cifar_parts.attention_experiment``)
+alone, without the four MLPs that ``python -m eqlib.experiments.cifar_mlp --parts attention``
+also trains.
+
+For each seed it prints and writes (JSON, ``--out``) the head permutation read from the
+parameters and from the attention maps, the heads it moves, and the residuals that say how
+well a head permutation explains the layer (0: exactly).
+
+    EQLIB_DATA=... python benchmarks/attention_heads.py --heads 6 --seeds 0,1,2 --budget full
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from eqlib.experiments.cifar_parts import attention_experiment
+from eqlib.experiments.cifar_setup import load_data, settings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--heads", type=int, default=6)
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--budget", default="full")
+    parser.add_argument("--epochs", type=int, default=None, help="attention epochs (default: the budget's)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", default=None, help="JSON file for the results")
+    args = parser.parse_args()
+    overrides = {"attention_heads": args.heads}
+    if args.epochs is not None:
+        overrides["attention_epochs"] = args.epochs
+    s = settings(args.budget, **overrides)
+    rows = []
+    for seed in [int(x) for x in args.seeds.split(",")]:
+        t = time.perf_counter()
+        tr, te = load_data(s, None, seed=seed)
+        att = attention_experiment(s, tr, te, seed=seed, device=args.device, progress=False)
+        row = {"seed": seed, "heads": args.heads, "epochs": s.attention_epochs,
+               **{k: att[k] for k in ("head_perm", "head_perm_maps", "swapped_heads", "maps_residual",
+                                      "maps_residual_maps",
+                                      "output_residual", "positional_residual", "end_to_end", "task_loss")},
+               "seconds": round(time.perf_counter() - t, 1)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if args.out:
+        Path(args.out).write_text(json.dumps({"budget": args.budget, "settings": s.to_dict(), "runs": rows},
+                                             indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
