@@ -283,8 +283,10 @@ def grade(submissions: Path | str, course: Path | str, assignment: str = ASSIGNM
 
     The submissions are hashed and copied into the course (nbgrader's
     ``submitted/<student>/<assignment>/``) before the first student runs; ``jobs``
-    students run at once (default: the number of cores); then nbgrader's autograde writes
-    every score into the gradebook (``SandboxedExecute``). After the last student the
+    students run at once (default: the number of cores), each under their variant (the
+    folder's name is the student id; a name that is not a valid id is reported, not
+    graded); then nbgrader's autograde writes every score into the gradebook
+    (``SandboxedExecute``). After the last student the
     submissions are hashed again: a changed one is flagged (it was graded from the copy).
     A notebook's full report (time limits, skipped cells, each check's message) is saved
     in ``<course>/reports/<assignment>/<student>/``. CSV and JSON are written after every
@@ -341,43 +343,51 @@ def grade(submissions: Path | str, course: Path | str, assignment: str = ASSIGNM
         target.mkdir(parents=True)
         for name, path in found.items():
             shutil.copy2(path, target / name)
-    # 2. the instructor's references, then every student's notebooks in parallel (sandboxed)
-    refs = {name: core.reference_for(source_dir / name, timeout) for name in released}
-    problems = [p for r in refs.values() for p in r.problems()]
-    if problems:
-        print("warning: the instructor's own answers fail some checks:\n  " + "\n  ".join(problems), file=sys.stderr)
-    limits = sandbox.Limits(wall_s=float(notebook_timeout), cpu_s=int(notebook_timeout * 2))
-    hide = [course.resolve(), submissions.resolve(), *_book_folders()]
-    tasks = [(d.name, name) for d in dirs for name in released
-             if d.name not in invalid and (course / "submitted" / d.name / assignment / name).is_file()]
-
-    def run(task):
-        student, name = task
-        try:
-            nb = plan.read(course / "submitted" / student / assignment / name)
-        except Exception:
-            return
-        try:
-            core.grade_notebook(nb, refs[name], limits, hide, float(timeout), how, variant=variants[student])
-        except Exception:  # nbgrader's pass below reports it
-            pass
-
+    # 2. the instructor's references (at once), then every student's notebooks in parallel
+    # (sandboxed); 3. meanwhile, in this thread, nbgrader's autograde of each student whose
+    # notebooks have run (it sanitises, restores locked cells, writes the gradebook)
     jobs = jobs or os.cpu_count() or 1
-    bar = _progress(len(tasks), "running students")
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for _ in pool.map(run, tasks):
-            bar.update()
-    bar.close()
-    # 3. nbgrader autograde (sanitises, restores locked cells, writes the gradebook)
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        refs = dict(zip(released, pool.map(lambda name: core.reference_for(source_dir / name, timeout), released)))
+        problems = [p for r in refs.values() for p in r.problems()]
+        if problems:
+            print("warning: the instructor's own answers fail some checks:\n  " + "\n  ".join(problems),
+                  file=sys.stderr)
+        limits = sandbox.Limits(wall_s=float(notebook_timeout), cpu_s=int(notebook_timeout * 2))
+        hide = [course.resolve(), submissions.resolve(), *_book_folders()]
+
+        def run(student: str, name: str) -> None:
+            try:
+                nb = plan.read(course / "submitted" / student / assignment / name)
+                core.grade_notebook(nb, refs[name], limits, hide, float(timeout), how, variant=variants[student])
+            except Exception:  # nbgrader's pass below reports it
+                pass
+
+        runs = {d.name: [pool.submit(run, d.name, name) for name in released
+                         if d.name not in invalid and (course / "submitted" / d.name / assignment / name).is_file()]
+                for d in dirs}
+        results = _autograde_all(course, assignment, dirs, runs, refs, invalid, notes, flags, before, submissions,
+                                 csv_path, json_path, timeout, notebook_timeout, how)
+    finally:
+        pool.shutdown(cancel_futures=True)
+    return results
+
+
+def _autograde_all(course, assignment, dirs, runs, refs, invalid, notes, flags, before, submissions, csv_path,
+                   json_path, timeout, notebook_timeout, how) -> list[StudentScore]:
+    """nbgrader's autograde of each student, in order, as soon as their sandboxed runs end."""
     api = _api(course, int(timeout), int(notebook_timeout))
     api.config.SandboxedExecute.sandbox = how
     results: list[StudentScore] = []
     reasons_dir = csv_path.parent / (csv_path.stem + "_reasons")
     accepted = _accepted(course, assignment)
-    bar = _progress(len(dirs), "autograding")
+    bar = _progress(len(dirs), "grading")
     try:
         for d in dirs:
             student = d.name
+            for future in runs.get(student, []):
+                future.result()
             if student in invalid:
                 most = sum(sum(r.points.values()) for r in refs.values())
                 results.append(StudentScore(student, 0.0, most, 0.0, {}, [Flag("-", -1, "-", invalid[student])]))

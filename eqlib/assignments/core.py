@@ -169,6 +169,7 @@ class Reference:
 
 _REFERENCES: dict[tuple, Reference] = {}
 _REF_LOCK = threading.Lock()
+_REF_LOCKS: dict[tuple, threading.Lock] = {}
 
 
 def reference_for(source: Path, cell_timeout: float = 600) -> Reference:
@@ -178,7 +179,9 @@ def reference_for(source: Path, cell_timeout: float = 600) -> Reference:
     files = sorted(p for p in source.parent.iterdir() if p.is_file() and p.suffix != ".ipynb")
     key = (source.name, hashlib.sha256(source.read_bytes()).hexdigest(),
            tuple((p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in files))
-    with _REF_LOCK:
+    with _REF_LOCK:  # one lock per notebook: two chapters' references start at once
+        lock = _REF_LOCKS.setdefault(key, threading.Lock())
+    with lock:
         if key not in _REFERENCES:
             _REFERENCES[key] = Reference(source, cell_timeout)
         return _REFERENCES[key]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import stat
 import subprocess
 import sys
@@ -346,6 +348,24 @@ def test_book_answers_score_zero_on_another_students_copy(tmp_path):
         bob_given = ch02.given()
     changed = {k for k in book_given if str(book_given[k]) != str(bob_given[k])}
     assert changed and results["bob"].awarded < results["bob"].max_score, (changed, results["bob"])
+
+
+def test_the_benchmark_on_the_teaching_page_runs(capsys):
+    """The page's benchmark command is the script's (its arguments parse); the script runs,
+    at the smallest sizes on one chapter, and prints the fixed and per-student costs."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import bench_grading
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    line = re.search(r"python benchmarks/bench_grading\.py[^`\n]*", (REPO / "book" / "teaching.md").read_text())
+    assert line, "the teaching page names the benchmark command"
+    args = bench_grading.parser().parse_args(shlex.split(line.group(0))[2:])
+    assert args.students == [4, 10] and args.chapters == ["02", "06"]
+    bench_grading.main(["--students", "1", "2", "--chapters", "02", "--jobs", "2"])
+    out = capsys.readouterr().out
+    assert re.search(r"fixed cost -?\d+ s, -?[\d.]+ s per student: 60 students x 1 chapters in about", out), out
+    assert float(re.search(r"\('s000', ([\d.]+)\)", out).group(1)) > 0  # the instructor's solutions
 
 
 def teardown_module(module):
