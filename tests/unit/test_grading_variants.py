@@ -159,6 +159,28 @@ def test_module_inputs_cross_with_their_structure(module):
         codec.decode(*codec.encode(nn.Linear(2, 2), structure=True))
 
 
+def test_function_answers_on_modules_are_recorded_and_replayed(tmp_path):
+    """ch11-ex2 hands a student's function a ``Conv2d``, ch11-ex4 an ``MLP``: the inputs
+    cross to the sandbox with their structure, several calls in one file, and the
+    outputs come back to the checker."""
+    def penalty(f, x):
+        return (f(x) ** 2).mean()
+
+    rec = runner._Recorder(penalty)
+    conv, net = nn.Conv2d(3, 3, 3, padding=1), MLP([4, 3, 4], "tanh", seed=3)
+    x, y = torch.randn(2, 3, 8, 8), torch.randn(5, 4)
+    with torch.no_grad():
+        want = [rec(conv, x), rec(net, y), rec(nn.Conv2d(3, 3, (3, 1), padding=(1, 0)), x)]
+    assert rec.refused is None and len(rec.calls) == 3
+    arrays = {a: v for _, _, arr in rec.calls for a, v in arr.items()}
+    codec.write_doc({"calls": [[k, tree] for k, tree, _ in rec.calls]}, arrays, tmp_path / "inputs", "g.0.0")
+    runner._record_calls(penalty, tmp_path / "inputs" / "g.0.0", tmp_path / "rec", "g.0.0")
+    doc, out = codec.read_doc(tmp_path / "rec", "g.0.0")
+    assert doc["ok"] and all("value" in c for _, c in doc["calls"]), doc
+    replay = runner._Replay(doc, out, [])
+    assert torch.allclose(replay(conv, x), want[0]) and torch.allclose(replay(net, y), want[1])
+
+
 # ---------------------------------------------------------------------------------------- scoring
 
 CHECKER = '''import torch
@@ -278,6 +300,22 @@ def test_the_release_writes_the_course_key(course):
     assert keys["course"] not in source
     config = (course["course"] / "nbgrader_config.py").read_text()
     assert "WriteCourseKey" in config
+
+
+def test_plain_nbgrader_release_writes_the_course_key(tmp_path):
+    _instructor_notebook(tmp_path / "book")
+    course = tmp_path / "course"
+    assignments.setup(course, ["98"], book=tmp_path / "book")
+    keys = core.course_keys(course)
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "exercises", "--force"],
+                          cwd=course, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cell = nbformat.read(course / "release" / "exercises" / NAME, as_version=4).cells[1]
+    assert f'COURSE = "{keys["course"]}"' in cell.source and keys["inputs"] not in cell.source
+    (course / ".eqlib" / "keys.json").write_text("{}")  # a damaged keys file stops the release
+    with pytest.raises(RuntimeError, match="keys.json"):
+        assignments.release(course)
 
 
 @pytest.mark.parametrize("path", ["front end", "nbgrader"])
