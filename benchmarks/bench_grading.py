@@ -7,9 +7,10 @@ each class size the script sets up and releases a fresh course in a temporary fo
 ``eqlib.assignments.grade`` (what ``python -m eqlib.assignments grade`` runs). From the
 two sizes n1 < n2 and their wall times t1, t2 it prints the cost per student
 (t2 − t1) / (n2 − n1), the fixed cost (the instructor's reference runs, nbgrader's
-start) t1 − n1 · per student, and the projection fixed + 60 · per student; and the CPU
-time, whose gap to the wall time times the cores is idle. Not a test: it prints, it does
-not assert.
+start) t1 − n1 · per student, and the projection fixed + 60 · per student; and the same
+split of the CPU time (grader, references and sandboxes), whose gap to the wall time
+times the cores is idle or, on a busy machine, time given to other work. Not a test: it
+prints, it does not assert.
 
     python benchmarks/bench_grading.py [--students 4 10] [--chapters 02 06] [--jobs 2]
 """
@@ -86,10 +87,10 @@ def main(argv: list[str] | None = None) -> None:
     if not 0 < n1 < n2:
         raise SystemExit(f"--students needs two sizes 0 < N1 < N2, got {n1} {n2}")
     jobs = args.jobs or os.cpu_count() or 1
-    times = {}
+    times, cpus = {}, {}
     for n in (n1, n2):
         wall, cpu, results = run(n, args.chapters, jobs)
-        times[n] = wall
+        times[n], cpus[n] = wall, cpu
         print(f"{n} students x chapters {' '.join(args.chapters)}, jobs={jobs}: {wall:.0f} s wall, "
               f"{cpu:.0f} s CPU (grader and sandboxes; {100 * cpu / (wall * jobs):.0f}% of {jobs} cores)")
         print("  scores:", sorted((r.student, r.awarded) for r in results))
@@ -97,6 +98,10 @@ def main(argv: list[str] | None = None) -> None:
     fixed = times[n1] - n1 * per
     print(f"fixed cost {fixed:.0f} s, {per:.1f} s per student: "
           f"60 students x {len(args.chapters)} chapters in about {(fixed + 60 * per) / 60:.0f} min")
+    cpu_per = (cpus[n2] - cpus[n1]) / (n2 - n1)
+    cpu_fixed = cpus[n1] - n1 * cpu_per
+    print(f"CPU: fixed {cpu_fixed:.0f} s, {cpu_per:.1f} s per student; with {jobs} otherwise idle cores, "
+          f"60 students need at least {(cpu_fixed + 60 * cpu_per) / jobs / 60:.0f} min")
 
 
 if __name__ == "__main__":
