@@ -7,10 +7,9 @@ each class size the script sets up and releases a fresh course in a temporary fo
 ``eqlib.assignments.grade`` (what ``python -m eqlib.assignments grade`` runs). From the
 two sizes n1 < n2 and their wall times t1, t2 it prints the cost per student
 (t2 − t1) / (n2 − n1), the fixed cost (the instructor's reference runs, nbgrader's
-start) t1 − n1 · per student, and the projection fixed + 60 · per student; and the same
-split of the CPU time (grader, references and sandboxes), whose gap to the wall time
-times the cores is idle or, on a busy machine, time given to other work. Not a test: it
-prints, it does not assert.
+start) t1 − n1 · per student, and the projection fixed + 60 · per student. (No CPU
+times: a sandbox's processes are not counted in the grader's ``RUSAGE_CHILDREN``, so
+they would understate the work.) Not a test: it prints, it does not assert.
 
     python benchmarks/bench_grading.py [--students 4 10] [--chapters 02 06] [--jobs 2]
 """
@@ -19,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import resource
 import tempfile
 import time
 from pathlib import Path
@@ -51,25 +49,20 @@ def _students(course: Path, submissions: Path, n: int) -> None:
             nbformat.write(nb, submissions / f"s{k:03d}" / path.name)
 
 
-def _cpu() -> float:
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def run(students: int, chapters: list[str], jobs: int | None) -> tuple[float, float, list]:
-    """Wall and CPU seconds to grade ``students`` synthetic students in a fresh course."""
+def run(students: int, chapters: list[str], jobs: int | None) -> tuple[float, list]:
+    """Wall seconds to grade ``students`` synthetic students in a fresh course."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         course, submissions = root / "course", root / "submissions"
         assignments.setup(course, chapters)
         assignments.release(course)
         _students(course, submissions, students)
-        start, cpu = time.monotonic(), _cpu()
+        start = time.monotonic()
         try:
             results = assignments.grade(submissions, course, jobs=jobs, timeout=120, notebook_timeout=900)
         finally:
-            core.close_references()  # the next size starts from nothing too (and its CPU is counted)
-        return time.monotonic() - start, _cpu() - cpu, results
+            core.close_references()  # the next size starts from nothing too
+        return time.monotonic() - start, results
 
 
 def parser() -> argparse.ArgumentParser:
@@ -87,21 +80,15 @@ def main(argv: list[str] | None = None) -> None:
     if not 0 < n1 < n2:
         raise SystemExit(f"--students needs two sizes 0 < N1 < N2, got {n1} {n2}")
     jobs = args.jobs or os.cpu_count() or 1
-    times, cpus = {}, {}
+    times = {}
     for n in (n1, n2):
-        wall, cpu, results = run(n, args.chapters, jobs)
-        times[n], cpus[n] = wall, cpu
-        print(f"{n} students x chapters {' '.join(args.chapters)}, jobs={jobs}: {wall:.0f} s wall, "
-              f"{cpu:.0f} s CPU (grader and sandboxes; {100 * cpu / (wall * jobs):.0f}% of {jobs} cores)")
+        times[n], results = run(n, args.chapters, jobs)
+        print(f"{n} students x chapters {' '.join(args.chapters)}, jobs={jobs}: {times[n]:.0f} s")
         print("  scores:", sorted((r.student, r.awarded) for r in results))
     per = (times[n2] - times[n1]) / (n2 - n1)
     fixed = times[n1] - n1 * per
     print(f"fixed cost {fixed:.0f} s, {per:.1f} s per student: "
           f"60 students x {len(args.chapters)} chapters in about {(fixed + 60 * per) / 60:.0f} min")
-    cpu_per = (cpus[n2] - cpus[n1]) / (n2 - n1)
-    cpu_fixed = cpus[n1] - n1 * cpu_per
-    print(f"CPU: fixed {cpu_fixed:.0f} s, {cpu_per:.1f} s per student; with {jobs} otherwise idle cores, "
-          f"60 students need at least {(cpu_fixed + 60 * cpu_per) / jobs / 60:.0f} min")
 
 
 if __name__ == "__main__":
