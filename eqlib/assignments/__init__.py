@@ -42,9 +42,9 @@ from pathlib import Path
 import nbformat
 
 from . import core, plan, sandbox
-from .preprocessor import SandboxedExecute, UnfoldAnswers
+from .preprocessor import SandboxedExecute, UnfoldAnswers, WriteCourseKey
 
-__all__ = ["SandboxedExecute", "UnfoldAnswers", "Flag", "StudentScore", "setup", "release", "grade", "match_notebooks", "main"]
+__all__ = ["SandboxedExecute", "UnfoldAnswers", "WriteCourseKey", "Flag", "StudentScore", "setup", "release", "grade", "match_notebooks", "main"]
 
 BOOK = Path(__file__).resolve().parents[2] / "book"
 ASSIGNMENT = "exercises"
@@ -67,7 +67,7 @@ from nbgrader.converters.autograde import Autograde
 from nbgrader.converters.generate_assignment import GenerateAssignment
 from nbgrader.preprocessors import Execute
 
-from eqlib.assignments import SandboxedExecute, UnfoldAnswers
+from eqlib.assignments import SandboxedExecute, UnfoldAnswers, WriteCourseKey
 
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = {course_id!r}
@@ -76,8 +76,9 @@ c.SandboxedExecute.notebook_timeout = {notebook_timeout}  # seconds per notebook
 c.OverwriteCells.add_missing_cells = True  # a deleted check cell is put back and scored
 c.Autograde.autograde_preprocessors = [SandboxedExecute if p is Execute else p
     for p in Autograde.class_traits()['autograde_preprocessors'].default()]
-# the book folds solutions and hidden tests; student versions open them
-c.GenerateAssignment.preprocessors = [UnfoldAnswers] + list(
+# the book folds solutions and hidden tests; student versions open them; the variant
+# cells get the course key (.eqlib/keys.json)
+c.GenerateAssignment.preprocessors = [UnfoldAnswers, WriteCourseKey] + list(
     GenerateAssignment.class_traits()['preprocessors'].default())
 """
 
@@ -96,7 +97,7 @@ def _config(course: Path, timeout: int = 60, notebook_timeout: int = 600):
     config.OverwriteCells.add_missing_cells = True
     config.Autograde.autograde_preprocessors = [
         SandboxedExecute if p is Execute else p for p in Autograde.class_traits()["autograde_preprocessors"].default()]
-    config.GenerateAssignment.preprocessors = [UnfoldAnswers] + list(
+    config.GenerateAssignment.preprocessors = [UnfoldAnswers, WriteCourseKey] + list(
         GenerateAssignment.class_traits()["preprocessors"].default())
     return config
 
@@ -129,12 +130,15 @@ def setup(course: Path | str, chapters: list[str], assignment: str = ASSIGNMENT,
     """Create (or extend) an nbgrader course folder; ``assignment`` holds the chosen chapters.
 
     Writes ``course/nbgrader_config.py`` (isolated grading, see the module docstring) and
-    ``course/source/<assignment>/NN_*.ipynb``. Run it once per assignment of a multi-week
+    ``course/source/<assignment>/NN_*.ipynb``, and draws the course's two keys once
+    (``course/.eqlib/keys.json``, kept thereafter: the course key goes into the released
+    notebooks, the input key stays here). Run it once per assignment of a multi-week
     course (``--assignment week1``, ``week2``, ...). Returns the copied notebooks.
 
     Raises:
         TypeError: if ``assignment`` is not a string.
-        ValueError: if a chapter number does not exist or ``assignment`` is not a plain name.
+        ValueError: if a chapter number does not exist, ``assignment`` is not a plain name,
+            or the course's keys file is malformed.
 
     Chapter: the teacher's guide (book/teaching).
     """
@@ -146,6 +150,7 @@ def setup(course: Path | str, chapters: list[str], assignment: str = ASSIGNMENT,
     files = _chapter_files(Path(book), chapters)
     source = course / "source" / assignment
     source.mkdir(parents=True, exist_ok=True)
+    core.course_keys(course, create=True)
     (course / "nbgrader_config.py").write_text(CONFIG.format(course_id=COURSE_ID, timeout=60, notebook_timeout=600))
     copied = []
     for path in files:
@@ -278,8 +283,10 @@ def grade(submissions: Path | str, course: Path | str, assignment: str = ASSIGNM
 
     The submissions are hashed and copied into the course (nbgrader's
     ``submitted/<student>/<assignment>/``) before the first student runs; ``jobs``
-    students run at once (default: the number of cores); then nbgrader's autograde writes
-    every score into the gradebook (``SandboxedExecute``). After the last student the
+    students run at once (default: the number of cores), each under their variant (the
+    folder's name is the student id; a name that is not a valid id is reported, not
+    graded); then nbgrader's autograde writes every score into the gradebook
+    (``SandboxedExecute``). After the last student the
     submissions are hashed again: a changed one is flagged (it was graded from the copy).
     A notebook's full report (time limits, skipped cells, each check's message) is saved
     in ``<course>/reports/<assignment>/<student>/``. CSV and JSON are written after every
@@ -314,10 +321,20 @@ def grade(submissions: Path | str, course: Path | str, assignment: str = ASSIGNM
         raise RuntimeError("no sandbox on this machine: install bubblewrap (apt-get install bubblewrap)")
     released = {p.name: p for p in sorted(release_dir.glob("*.ipynb"))}
     dirs = [d for d in _students(submissions) if students is None or d.name in students]
+    keys = core.course_keys(course)
+    variants, invalid = {}, {}
+    for d in dirs:  # each student's numbers come from their id: their folder's name
+        try:
+            variants[d.name] = core.student_variant(d.name, keys)
+        except ValueError as exc:
+            invalid[d.name] = f"not graded: {exc}"
     # 1. snapshot: hash and copy every submission before any student code runs
     before = {d.name: _hashes(d) for d in dirs}
     notes, flags = {}, {}
     for d in dirs:
+        if d.name in invalid:
+            notes[d.name], flags[d.name] = [], []
+            continue
         inner = d / assignment if (d / assignment).is_dir() else d
         found, notes[d.name] = match_notebooks(inner, released)
         flags[d.name] = []
@@ -326,43 +343,57 @@ def grade(submissions: Path | str, course: Path | str, assignment: str = ASSIGNM
         target.mkdir(parents=True)
         for name, path in found.items():
             shutil.copy2(path, target / name)
-    # 2. the instructor's references, then every student's notebooks in parallel (sandboxed)
-    refs = {name: core.reference_for(source_dir / name, timeout) for name in released}
-    problems = [p for r in refs.values() for p in r.problems()]
-    if problems:
-        print("warning: the instructor's own answers fail some checks:\n  " + "\n  ".join(problems), file=sys.stderr)
-    limits = sandbox.Limits(wall_s=float(notebook_timeout), cpu_s=int(notebook_timeout * 2))
-    hide = [course.resolve(), submissions.resolve(), *_book_folders()]
-    tasks = [(d.name, name) for d in dirs for name in released
-             if (course / "submitted" / d.name / assignment / name).is_file()]
-
-    def run(task):
-        student, name = task
-        try:
-            nb = plan.read(course / "submitted" / student / assignment / name)
-        except Exception:
-            return
-        try:
-            core.grade_notebook(nb, refs[name], limits, hide, float(timeout), how)
-        except Exception:  # nbgrader's pass below reports it
-            pass
-
+    # 2. the instructor's references (at once), then every student's notebooks in parallel
+    # (sandboxed); 3. meanwhile, in this thread, nbgrader's autograde of each student whose
+    # notebooks have run (it sanitises, restores locked cells, writes the gradebook)
     jobs = jobs or os.cpu_count() or 1
-    bar = _progress(len(tasks), "running students")
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for _ in pool.map(run, tasks):
-            bar.update()
-    bar.close()
-    # 3. nbgrader autograde (sanitises, restores locked cells, writes the gradebook)
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        refs = dict(zip(released, pool.map(lambda name: core.reference_for(source_dir / name, timeout), released)))
+        problems = [p for r in refs.values() for p in r.problems()]
+        if problems:
+            print("warning: the instructor's own answers fail some checks:\n  " + "\n  ".join(problems),
+                  file=sys.stderr)
+        limits = sandbox.Limits(wall_s=float(notebook_timeout), cpu_s=int(notebook_timeout * 2))
+        hide = [course.resolve(), submissions.resolve(), *_book_folders()]
+
+        def run(student: str, name: str) -> None:
+            try:
+                nb = plan.read(course / "submitted" / student / assignment / name)
+                core.grade_notebook(nb, refs[name], limits, hide, float(timeout), how, variant=variants[student])
+            except Exception:  # nbgrader's pass below reports it
+                pass
+
+        runs = {d.name: [pool.submit(run, d.name, name) for name in released
+                         if d.name not in invalid and (course / "submitted" / d.name / assignment / name).is_file()]
+                for d in dirs}
+        results = _autograde_all(course, assignment, dirs, runs, refs, invalid, notes, flags, before, submissions,
+                                 csv_path, json_path, timeout, notebook_timeout, how)
+    finally:
+        pool.shutdown(cancel_futures=True)
+    return results
+
+
+def _autograde_all(course, assignment, dirs, runs, refs, invalid, notes, flags, before, submissions, csv_path,
+                   json_path, timeout, notebook_timeout, how) -> list[StudentScore]:
+    """nbgrader's autograde of each student, in order, as soon as their sandboxed runs end."""
     api = _api(course, int(timeout), int(notebook_timeout))
     api.config.SandboxedExecute.sandbox = how
     results: list[StudentScore] = []
     reasons_dir = csv_path.parent / (csv_path.stem + "_reasons")
     accepted = _accepted(course, assignment)
-    bar = _progress(len(dirs), "autograding")
+    bar = _progress(len(dirs), "grading")
     try:
         for d in dirs:
             student = d.name
+            for future in runs.get(student, []):
+                future.result()
+            if student in invalid:
+                most = sum(sum(r.points.values()) for r in refs.values())
+                results.append(StudentScore(student, 0.0, most, 0.0, {}, [Flag("-", -1, "-", invalid[student])]))
+                _write(results, csv_path, json_path)
+                bar.update()
+                continue
             try:
                 result = api.autograde(assignment, student, force=True, create=True)
             except Exception as exc:  # whatever nbgrader does, the other students are still graded

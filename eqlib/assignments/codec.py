@@ -45,14 +45,19 @@ class Refused(ValueError):
 
 
 class _Writer:
-    def __init__(self):
+    """Collects an answer's arrays. ``prefix`` names them (several values in one file);
+    ``structure`` also writes a module's structure (its class and plain attributes), for
+    the inputs the grader hands a student's function (see ``encode``)."""
+
+    def __init__(self, prefix: str = "a", structure: bool = False):
         self.arrays: dict[str, np.ndarray] = {}
         self.nodes = 0
+        self.prefix, self.structure = prefix, structure
 
     def array(self, a: np.ndarray) -> str:
         if a.dtype.kind not in NUMERIC:
             raise Refused(f"an array of dtype {a.dtype} is not numeric")
-        key = f"a{len(self.arrays)}"
+        key = f"{self.prefix}{len(self.arrays)}"
         self.arrays[key] = np.ascontiguousarray(a)
         if sum(x.nbytes for x in self.arrays.values()) > MAX_BYTES:
             raise Refused(f"the answer's arrays exceed {MAX_BYTES // 2 ** 20} MiB")
@@ -66,9 +71,15 @@ def _tensor_array(t) -> np.ndarray:
     return t.resolve_conj().resolve_neg().numpy().copy()
 
 
-def encode(value, writer=None, templates=None):
-    """``(tree, arrays)`` for ``value``; raises ``Refused`` for anything else."""
-    w = writer or _Writer()
+def encode(value, writer=None, templates=None, structure: bool = False):
+    """``(tree, arrays)`` for ``value``; raises ``Refused`` for anything else.
+
+    ``structure=True`` (the grader's inputs to a student's function, never a student's
+    answer) also writes each ``torch.nn`` or ``eqlib`` module's structure: its class, its
+    plain attributes and its submodules, so the sandbox can rebuild it without a template
+    (``decode(..., structure=True)``).
+    """
+    w = writer or _Writer(structure=structure)
     tree = _enc(value, w, 0)
     return tree, w.arrays
 
@@ -124,7 +135,10 @@ def _enc(x, w: _Writer, depth: int):
                 "bias": all(layer.bias is not None for layer in x.layers),
                 "state": _enc_state(x, w)}
     if isinstance(x, nn.Module) and (type(x).__module__.startswith(("eqlib.", "torch.nn."))):
-        return {"t": "module", "class": f"{t.__module__}.{t.__qualname__}", "state": _enc_state(x, w)}
+        node = {"t": "module", "class": f"{t.__module__}.{t.__qualname__}", "state": _enc_state(x, w)}
+        if w.structure:
+            node["structure"] = _enc_structure(x, w, depth)
+        return node
     raise Refused(f"a value of type {t.__module__}.{t.__qualname__} is not plain data "
                   "(numbers, strings, lists, tuples, dicts, tensors or the course's objects)")
 
@@ -134,11 +148,65 @@ def _enc_state(module: nn.Module, w: _Writer) -> list:
     return [[str(k), w.array(_tensor_array(v))] for k, v in state.items() if type(v) in (torch.Tensor, nn.Parameter)]
 
 
+_MODULE_INTERNALS = frozenset(nn.Module().__dict__)  # hooks, _parameters, ...: made by nn.Module
+
+
+def _enc_structure(module: nn.Module, w: _Writer, depth: int) -> dict:
+    """A module's class, plain attributes, parameters, buffers and submodules (in order)."""
+    attrs = []
+    for name, value in vars(module).items():
+        if name in _MODULE_INTERNALS:
+            continue
+        try:
+            attrs.append([name, _enc(value, w, depth + 1)])
+        except Refused:
+            raise Refused(f"the module {type(module).__qualname__}'s attribute {name} is not plain data") from None
+    params = [[name, None if p is None else w.array(_tensor_array(p)), None if p is None else bool(p.requires_grad)]
+              for name, p in module._parameters.items()]
+    buffers = [[name, None if b is None else w.array(_tensor_array(b)), name in module._non_persistent_buffers_set]
+               for name, b in module._buffers.items()]
+    subs = [[name, None if m is None else _enc(m, w, depth + 1)] for name, m in module._modules.items()]
+    return {"attrs": attrs, "params": params, "buffers": buffers, "modules": subs, "training": bool(module.training)}
+
+
+def _module_class(name: str) -> type:
+    import importlib
+
+    module_name, _, qualname = name.rpartition(".")
+    if not module_name.startswith(("eqlib.", "torch.nn.")) or "." in qualname:
+        raise Refused(f"a module of class {name} cannot be rebuilt")
+    cls = getattr(importlib.import_module(module_name), qualname, None)
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        raise Refused(f"{name} is not a torch module")
+    return cls
+
+
+def _dec_structure(node: dict, r: "_Reader") -> nn.Module:
+    """The module ``node`` describes, built from its structure (inputs in the sandbox only)."""
+    s = node["structure"]
+    module = _module_class(str(node["class"])).__new__(_module_class(str(node["class"])))
+    nn.Module.__init__(module)
+    for name, value in s["attrs"]:
+        setattr(module, str(name), _dec(value, r, None))
+    for name, key, grad in s["params"]:
+        module._parameters[str(name)] = None if key is None else nn.Parameter(
+            torch.from_numpy(np.array(r.array(key), copy=True)), requires_grad=bool(grad))
+    for name, key, transient in s["buffers"]:
+        module._buffers[str(name)] = None if key is None else torch.from_numpy(np.array(r.array(key), copy=True))
+        if transient:
+            module._non_persistent_buffers_set.add(str(name))
+    for name, sub in s["modules"]:
+        module._modules[str(name)] = None if sub is None else _dec(sub, r, None)
+    module.train(bool(s["training"]))
+    return module
+
+
 # ---------------------------------------------------------------------------------------- decode
 
 class _Reader:
-    def __init__(self, arrays, groups=()):
+    def __init__(self, arrays, groups=(), structure: bool = False):
         self.arrays, self.groups, self.used = arrays, list(groups), set()
+        self.structure = structure
 
     def array(self, key) -> np.ndarray:
         if not isinstance(key, str) or key not in self.arrays:
@@ -155,14 +223,17 @@ class _Reader:
         return g
 
 
-def decode(tree, arrays: dict, template=None, groups=()):
+def decode(tree, arrays: dict, template=None, groups=(), structure: bool = False):
     """The value ``tree`` describes, built from the grader's classes.
 
     ``template``: the instructor's value for the same answer; a module that is neither an
     MLP nor a known class is a deep copy of it with the student's parameters loaded.
     ``groups``: the grader's groups; an equal group decodes to that very object.
+    ``structure``: rebuild a module from the structure ``encode(..., structure=True)``
+    wrote (the sandbox reading the grader's inputs; the grader never decodes a student's
+    module this way).
     """
-    return _dec(tree, _Reader(arrays, groups), template)
+    return _dec(tree, _Reader(arrays, groups, structure), template)
 
 
 def _dec(node, r: _Reader, template):
@@ -238,6 +309,8 @@ def _dec(node, r: _Reader, template):
         _load_state(net, node["state"], r)
         return net
     if t == "module":
+        if r.structure and isinstance(node.get("structure"), dict):
+            return _dec_structure(node, r)
         if not isinstance(template, nn.Module) or node["class"] != \
                 f"{type(template).__module__}.{type(template).__qualname__}":
             raise Refused(f"a {node['class']} cannot be rebuilt here (expected "

@@ -1,5 +1,6 @@
 """nbgrader's autograde step, isolated: ``SandboxedExecute`` replaces nbgrader's ``Execute``;
-and ``UnfoldAnswers``, which opens the answer cells the book keeps folded.
+``UnfoldAnswers``, which opens the answer cells the book keeps folded; and
+``WriteCourseKey``, which writes the course key into the released variant cells.
 
 ``setup`` writes a ``nbgrader_config.py`` that puts it in ``Autograde.autograde_preprocessors``,
 so ``nbgrader autograde`` (and formgrader's autograde button) run each submission in the
@@ -8,13 +9,16 @@ check cell gets the checker's verdict as its only output (nothing when right, an
 ``ExerciseError`` with the checker's message when wrong), and nbgrader's ``SaveAutoGrades``
 writes the points into the gradebook as usual. The other cells get what they printed, for
 the feedback. A report per notebook (time limits, skipped cells, every check's message)
-goes to ``<course>/reports/<assignment>/<student>/<notebook>.json``.
+goes to ``<course>/reports/<assignment>/<student>/<notebook>.json``. Each student is run and
+scored under their variant (``eqlib.exercises.variants``: the student id is nbgrader's, the
+keys are the course's ``.eqlib/keys.json``).
 
 Chapter: book/teaching.
 """
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -49,6 +53,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         root = Path(coursedir.root).resolve()
         assignment, notebook, student = info.get("assignment"), info.get("notebook"), info.get("student")
         source = Path(coursedir.format_path(coursedir.source_directory, ".", assignment)) / f"{notebook}.ipynb"
+        variant = core.student_variant(str(student), core.course_keys(root))
         reference = core.reference_for(source, self.timeout)
         how = None if self.sandbox == "auto" else self.sandbox
         if how is None and sandbox.method() == "none":
@@ -65,7 +70,8 @@ class SandboxedExecute(NbGraderPreprocessor):
             student_nb = plan.read(submitted)
         except Exception:
             student_nb = nb
-        result = core.grade_notebook(student_nb, reference, limits, hide, float(self.timeout), how)
+        result = core.grade_notebook(student_nb, reference, limits, hide, float(self.timeout), how,
+                                     variant=variant)
         ids = set(reference.points)
         for n, step in enumerate(result.steps):
             i = step.get("cell")
@@ -136,3 +142,33 @@ class UnfoldAnswers(NbGraderPreprocessor):
             if not cell.metadata.tags:
                 del cell.metadata["tags"]
         return cell, resources
+
+
+VARIANT_TAG = "exercise-variant"
+_COURSE_LINE = re.compile(r'^COURSE = ""', re.M)
+
+
+class WriteCourseKey(NbGraderPreprocessor):
+    """Write the course key into a released notebook (``generate_assignment``).
+
+    In every cell tagged ``exercise-variant`` (the first cell of a chapter's exercises) the
+    line ``COURSE = ""`` becomes ``COURSE = "<course key>"``, the key ``setup`` drew
+    (``<course>/.eqlib/keys.json``): a student who types their id in that cell then sees
+    their own numbers. The input key never leaves the course folder.
+    """
+
+    def preprocess(self, nb, resources):
+        cells = [c for c in nb.cells if VARIANT_TAG in c.get("metadata", {}).get("tags", [])]
+        if not cells:
+            return nb, resources
+        root = Path(CourseDirectory(config=self.config).root).resolve()
+        keys = core.course_keys(root)
+        if keys is None:
+            raise ValueError(f"{root} has no course keys ({core.KEYS}): run `python -m eqlib.assignments setup` "
+                             "on it again (it keeps the notebooks and draws the keys once)")
+        notebook = resources.get("nbgrader", {}).get("notebook", "a notebook")
+        for cell in cells:
+            if not _COURSE_LINE.search(cell.source):
+                raise ValueError(f'{notebook}: its cell tagged {VARIANT_TAG!r} has no line `COURSE = ""`')
+            cell.source = _COURSE_LINE.sub(f'COURSE = "{keys["course"]}"', cell.source, count=1)
+        return nb, resources

@@ -11,8 +11,12 @@ costs only what had not run. Nothing it writes is trusted: the grader reads it a
 ``python -m eqlib.assignments.runner reference WORK`` runs the instructor's notebook in
 the grader's own process (no student code ever runs there). At each check cell it keeps
 the chapter's context arguments and records the inputs each checker passes to a function
-answer; then it serves scoring requests, one JSON line each on stdin: the checker, loaded
-fresh from the installed file, runs on the context and on one student's decoded answers.
+answer; then it serves requests, one JSON line each on stdin: ``probe`` records the inputs
+the checkers give a function answer under one student's variant (``eqlib.exercises.
+variants``: the inputs are drawn from the teacher's input key, which only this process
+and the grader hold) into that student's scratch folder, and ``records`` scores one
+student's recorded answers under their variant: the checker, loaded fresh from the
+installed file, runs on the context and on the decoded answers.
 
 Chapter: every chapter's *Exercises* section (grading; book/teaching).
 """
@@ -30,6 +34,7 @@ import time
 import traceback
 from pathlib import Path
 
+from ..exercises import variants
 from ..seeds import seed_everything
 from . import codec
 
@@ -83,6 +88,7 @@ def _run_cell(shell, source: str, timeout: float) -> dict:
 
 def student(work: Path) -> int:
     plan = json.loads((work / "plan.json").read_text())
+    variants.use_student()  # EQLIB_STUDENT and EQLIB_COURSE: the student's numbers, cell or no cell
     out = work / "out"
     rec = out / "rec"
     rec.mkdir(parents=True, exist_ok=True)
@@ -138,7 +144,7 @@ def _record_calls(fn, inputs_dir: Path, rec: Path, name: str) -> None:
     writer = codec._Writer()
     calls = []
     for key, args_tree in doc["calls"]:
-        args = codec.decode(args_tree, arrays)
+        args = codec.decode(args_tree, arrays, structure=True)
         try:
             result = fn(*args["args"], **args["kwargs"])
             try:
@@ -171,16 +177,23 @@ def load_checkers(chapter: str):
     return module
 
 
+def _inputs(args, kwargs, prefix: str = "a"):
+    """The inputs of one call as plain data (modules with their structure, see ``codec``)."""
+    return codec.encode({"args": list(args), "kwargs": dict(kwargs)},
+                        codec._Writer(prefix=prefix, structure=True))
+
+
 class _Recorder:
-    """The instructor's function, noting each input the checker gives it."""
+    """The instructor's function, noting each input the checker gives it: its key (the
+    digest ``_Replay`` looks up) and its data, with array names of its own."""
 
     def __init__(self, fn):
         self.fn, self.calls, self.refused = fn, [], None
 
     def __call__(self, *args, **kwargs):
         try:
-            tree, arrays = codec.encode({"args": list(args), "kwargs": dict(kwargs)})
-            self.calls.append((codec.digest(tree, arrays), tree, arrays))
+            key = codec.digest(*_inputs(args, kwargs))
+            self.calls.append((key, *_inputs(args, kwargs, f"c{len(self.calls)}_")))
         except codec.Refused as exc:
             self.refused = str(exc)
         return self.fn(*args, **kwargs)
@@ -196,8 +209,7 @@ class _Replay:
         self.arrays, self.groups = arrays, groups
 
     def __call__(self, *args, **kwargs):
-        tree, arrays = codec.encode({"args": list(args), "kwargs": dict(kwargs)})
-        res = self.answers.get(codec.digest(tree, arrays))
+        res = self.answers.get(codec.digest(*_inputs(args, kwargs)))
         if res is None:
             raise RuntimeError("your function was not run on this input (it stopped before, or the check "
                                "asked for an input the grader had not prepared)")
@@ -233,7 +245,11 @@ def reference(work: Path) -> int:
     for line in sys.stdin:
         try:
             request = json.loads(line)
-            answer = _score(state, plan["checks"], Path(request["records"]), shell)
+            v = variants.Variant(**request["variant"]) if request.get("variant") else None
+            if "probe" in request:
+                answer = _probe_variant(state, Path(request["probe"]), v)
+            else:
+                answer = _score(state, plan["checks"], Path(request["records"]), shell, v)
         except Exception as exc:  # never leave the grader waiting
             answer = {"error": f"{type(exc).__name__}: {exc}"}
         proto.write(json.dumps(answer) + "\n")
@@ -247,12 +263,12 @@ def _groups(shell):
 
 
 def _probe(shell, calls: list[dict], work: Path):
-    saved = _save_rng()
-    entries, report = [], {"ok": True, "message": "", "items": []}
-    for ci, call in enumerate(calls):
+    """At a check cell of the instructor's run: the context, the instructor's answers, and
+    the inputs the checkers give a function answer in the book (no variant)."""
+    entries = []
+    for call in calls:
         module = load_checkers(call["chapter"])
-        fn = getattr(module, call["function"])
-        values, modes, templates, recorders = {}, {}, {}, {}
+        values, modes, templates, answers = {}, {}, {}, {}
         for key in call["keys"]:
             values[key] = eval(compile(call["exprs"][key], "<check>", "eval"), shell.user_ns)
         context = {k: v for k, v in values.items() if k not in call["answer_args"]}
@@ -261,56 +277,87 @@ def _probe(shell, calls: list[dict], work: Path):
         except Exception:
             pass
         for key in call["answer_args"]:
-            value = values[key]
+            value = answers[key] = values[key]
             try:
                 codec.encode(value)
                 modes[key] = "value"
             except codec.Refused:
                 modes[key] = "call" if callable(value) else "value"
-            if modes[key] == "call":
-                recorders[key] = values[key] = _Recorder(value)
             try:
                 templates[key] = copy.deepcopy(value)
             except Exception:
                 templates[key] = None
+        entries.append({"fn": getattr(module, call["function"]), "context": context, "templates": templates,
+                        "modes": modes, "call": call, "answers": answers})
+    report = _record_inputs(entries, work / "inputs", None, strict=True)
+    return entries, report
+
+
+def _record_inputs(entries: list[dict], folder: Path, v, strict: bool) -> dict:
+    """Run each checker on the instructor's answers under variant ``v``, noting the inputs
+    it gives a function answer (written to ``folder``); the report of what failed.
+
+    ``strict=False`` (a student's variant) runs the checker with a ``require`` that never
+    raises, so it reaches every input even where the instructor's *value* answers, computed
+    from the book's numbers, do not fit the student's numbers.
+    """
+    saved = _save_rng()
+    report = {"ok": True, "message": "", "items": []}
+    for ci, entry in enumerate(entries):
+        call = entry["call"]
+        values = {k: copy.deepcopy(x) for k, x in entry["context"].items()}
+        recorders = {}
+        for key in call["answer_args"]:
+            if entry["modes"][key] == "call":
+                recorders[key] = values[key] = _Recorder(entry["answers"][key])
+            else:  # a copy: a checker that changes its argument changes no later probe
+                values[key] = entry["answers"][key] if entry["templates"][key] is None else \
+                    copy.deepcopy(entry["templates"][key])
+        if not strict and not recorders:
+            continue
+        fn = entry["fn"]
         args, kwargs = _arrange(call, values)
         seed_everything(0)
+        glob = fn.__globals__
+        saved_require = glob.get("require")
+        if not strict:
+            glob["require"] = lambda condition, message: None
         try:
-            fn(*args, **kwargs)
+            with variants.variant(v):
+                fn(*args, **kwargs)
         except Exception as exc:
-            report["ok"] = False
-            report["message"] += f"the instructor's answer fails {call['function']}: {type(exc).__name__}: {exc}\n"
-        items = []
+            if strict:
+                report["ok"] = False
+                report["message"] += f"the instructor's answer fails {call['function']}: {type(exc).__name__}: " \
+                                     f"{exc}\n"
+        finally:
+            if not strict:
+                glob["require"] = saved_require
         for key in call["answer_args"]:
             name = f"{call['gid']}.{ci}.{key}"
-            item = {"name": name, "expr": call["exprs"][key], "mode": modes[key]}
+            item = {"name": name, "expr": call["exprs"][key], "mode": entry["modes"][key]}
             if key in recorders:
                 rec = recorders[key]
                 if rec.refused:
                     report["ok"] = False
                     report["message"] += f"{call['function']} gives the answer inputs that are not plain data: " \
                                          f"{rec.refused}\n"
-                arrays, calls_tree = {}, []
-                for k, (dig, tree, arr) in enumerate(rec.calls):
-                    renamed = {f"c{k}_{a}": v for a, v in arr.items()}
-                    calls_tree.append([dig, _rename(tree, {a: f"c{k}_{a}" for a in arr})])
-                    arrays.update(renamed)
-                codec.write_doc({"calls": calls_tree}, arrays, work / "inputs", name)
+                arrays = {a: x for _, _, arr in rec.calls for a, x in arr.items()}
+                codec.write_doc({"calls": [[key_, tree] for key_, tree, _ in rec.calls]}, arrays, folder, name)
                 item["inputs"] = f"inputs/{name}"
-            items.append(item)
-        report["items"] += items
-        entries.append({"fn": fn, "context": context, "templates": templates, "modes": modes, "call": call})
+            report["items"].append(item)
     _restore_rng(saved)
-    return entries, report
+    return report
 
 
-def _rename(tree, names: dict):
-    if isinstance(tree, list):
-        return [_rename(v, names) for v in tree]
-    if isinstance(tree, dict):
-        return {k: (names.get(v, v) if k in ("a", "table", "perms", "index", "signs", "matrices") and isinstance(v, str)
-                    else _rename(v, names)) for k, v in tree.items()}
-    return tree
+def _probe_variant(state: dict, folder: Path, v) -> dict:
+    """The inputs of every function answer under a student's variant, into ``folder``."""
+    problems = []
+    for gid, entries in state.items():
+        report = _record_inputs(entries, folder, v, strict=False)
+        if not report["ok"]:
+            problems.append(f"{gid}: {report['message'].strip()}")
+    return {"problems": problems}
 
 
 def _arrange(call: dict, values: dict):
@@ -334,7 +381,12 @@ def _restore_rng(saved):
     random.setstate(saved[2])
 
 
-def _score(state: dict, checks: dict, records: Path, shell) -> dict:
+def _score(state: dict, checks: dict, records: Path, shell, v=None) -> dict:
+    with variants.variant(v):
+        return _score_all(state, records, shell)
+
+
+def _score_all(state: dict, records: Path, shell) -> dict:
     groups = _groups(shell)
     results = {}
     saved = _save_rng()

@@ -77,10 +77,10 @@ def _hidden(hide: list[Path]) -> list[str]:
     return sorted(set(out), key=len)
 
 
-def _env(scratch: str) -> dict[str, str]:
+def _env(scratch: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     keep = {k: os.environ[k] for k in ("EQLIB_DATA", "EQLIB_BUDGET", "EQLIB_CACHE", "LANG", "LC_ALL")
             if k in os.environ}
-    return {**keep, "PATH": os.path.dirname(sys.executable) + ":/usr/local/bin:/usr/bin:/bin",
+    return {**keep, **(extra or {}), "PATH": os.path.dirname(sys.executable) + ":/usr/local/bin:/usr/bin:/bin",
             "HOME": scratch, "TMPDIR": scratch, "PYTHONPATH": str(PACKAGE_ROOT), "MPLBACKEND": "Agg",
             "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONNOUSERSITE": "1", "NBGRADER_EXECUTION": "autograde", "EQLIB_SANDBOX": "1"}
@@ -102,11 +102,13 @@ def _kept_under_tmp(env: dict[str, str]) -> list[str]:
     return keep
 
 
-def command(scratch: Path, argv: list[str], hide: list[Path], how: str | None = None) -> tuple[list[str], dict]:
-    """The command line that runs ``argv`` in the sandbox, with ``scratch`` writable."""
+def command(scratch: Path, argv: list[str], hide: list[Path], how: str | None = None,
+            env: dict[str, str] | None = None) -> tuple[list[str], dict]:
+    """The command line that runs ``argv`` in the sandbox, with ``scratch`` writable and
+    ``env`` (the student's ``EQLIB_STUDENT`` and ``EQLIB_COURSE``) added to its environment."""
     how = how or method()
     scratch = str(Path(scratch).resolve())
-    env = _env(scratch)
+    env = _env(scratch, env)
     hidden = [h for h in _hidden(hide) if not scratch.startswith(h + "/") and h != scratch]
     if how == "bwrap":
         cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--uid", "65534", "--gid", "65534",
@@ -154,10 +156,12 @@ def _limits(limits: Limits):
     return apply
 
 
-def run(scratch: Path, argv: list[str], hide: list[Path], limits: Limits, how: str | None = None) -> Result:
-    """Run ``argv`` sandboxed in ``scratch``; kill it at ``limits.wall_s``."""
+def run(scratch: Path, argv: list[str], hide: list[Path], limits: Limits, how: str | None = None,
+        env: dict[str, str] | None = None) -> Result:
+    """Run ``argv`` sandboxed in ``scratch`` (``env`` added to its environment); kill it at
+    ``limits.wall_s``."""
     how = how or method()
-    cmd, env = command(scratch, argv, hide, how)
+    cmd, env = command(scratch, argv, hide, how, env)
     proc = subprocess.Popen(cmd, cwd=scratch, env=env if how == "none" else None, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_limits(limits))
     timed_out = False

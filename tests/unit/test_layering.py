@@ -33,7 +33,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("analysis",),
     ("plots", "widgets"),
     ("experiments",),
-    ("exercises", "assignments"),
+    ("exercises",),
+    ("assignments",),
 ]
 RANK = {name: r for r, names in enumerate(LAYERS) for name in names}
 
