@@ -35,9 +35,9 @@ def given() -> dict:
     - ``"b3_element"`` (ch02-ex5): the signed permutation matrix h of 3 neurons (a tuple
       of 3 rows of integers) with which the involutions to count must commute. Book: the
       identity, so every involution of B3 counts (19). A variant draws h uniformly from
-      the 30 elements of B3 other than ±I (the centre) with which at least 3 involutions
-      commute (with 16 others only -I does, an answer easy to guess): the involutions
-      generate B3, so fewer than all 19 commute with h.
+      the 46 elements of B3 other than ±I (the centre), and redraws it while one involution
+      only, -I, commutes with it (16 of them; an answer of 1 is easy to guess), leaving 30: the
+      involutions generate B3, so fewer than all 19 commute with h, and at least 3 do.
 
     Examples:
         >>> given()["b3_point"]              # the book: no variant
@@ -62,8 +62,11 @@ def given() -> dict:
         involution = torch.isclose(mats @ mats, eye).all(-1).all(-1)
         commute = torch.isclose(mats[:, None] @ mats[None], mats[None] @ mats[:, None]).all(-1).all(-1)
         counts = (commute & involution[None]).sum(1) - 1      # involutions commuting with each h
-        choices = mats[~central & (counts >= 3)]
-        h = choices[int(torch.randint(len(choices), (1,), generator=gen))]
+        choices, few = mats[~central], counts[~central] < 3
+        pick = int(torch.randint(len(choices), (1,), generator=gen))
+        while few[pick]:                                      # redraw an answer of 1
+            pick = int(torch.randint(len(choices), (1,), generator=gen))
+        h = choices[pick]
         numbers["b3_element"] = tuple(tuple(int(v) for v in row) for row in h.tolist())
     return numbers
 
