@@ -35,9 +35,10 @@ def given() -> dict:
     - ``"b3_element"`` (ch02-ex5): the signed permutation matrix h of 3 neurons (a tuple
       of 3 rows of integers) with which the involutions to count must commute. Book: the
       identity, so every involution of B3 counts (19). A variant draws h uniformly from
-      the 46 elements of B3 other than ±I (the centre), and redraws it while one involution
-      only, -I, commutes with it (16 of them; an answer of 1 is easy to guess), leaving 30: the
-      involutions generate B3, so fewer than all 19 commute with h, and at least 3 do.
+      the 46 elements of B3 other than ±I (the centre), and redraws it while only one
+      involution, -I, commutes with it (16 of them; an answer of 1 is easy to guess),
+      leaving 30: the involutions generate B3, so fewer than all 19 commute with h, and
+      at least 3 do.
 
     Examples:
         >>> given()["b3_point"]              # the book: no variant
