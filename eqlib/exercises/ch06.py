@@ -268,8 +268,8 @@ def check_clone_lift(model, cloned, rho_in, rho_out, g, answer) -> None:
     # the extra unit must be a clone (a dead or constant unit also keeps the function)
     require(res.reduction is not None and int(res.reduction.class_sizes(1).max()) > 1,
             "no unit of layer 1 is a clone (a dead or constant unit keeps the function "
-            f"too): give the unit at position {position} c = {sign} times the row of W_1 and "
-            f"the bias of unit {unit} of the network, and let the copy and the original share "
+            f"too): give the unit at position {position} the row of W_1 and the bias of unit "
+            f"{unit} of the network, times c = {sign}, and let the copy and the original share "
             "the original's outgoing column (a copy with a zero column is dead)")
     expected = res.matrix(1, g)
     wrong = [j for j in range(d + 1)
