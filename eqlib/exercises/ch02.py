@@ -34,9 +34,11 @@ def given() -> dict:
       those two neurons, with the signs that keep them), the orbit has 24 points.
     - ``"b3_element"`` (ch02-ex5): the signed permutation matrix h of 3 neurons (a tuple
       of 3 rows of integers) with which the involutions to count must commute. Book: the
-      identity, so every involution of B3 counts. A variant draws h uniformly from the 46
-      elements of B3 other than ±I (the centre): the involutions generate B3, so fewer
-      than all of them commute with h, and at least -I does.
+      identity, so every involution of B3 counts (19). A variant draws h uniformly from
+      the 46 elements of B3 other than ±I (the centre), and redraws it while only one
+      involution, -I, commutes with it (16 of them; an answer of 1 is easy to guess),
+      leaving 30: the involutions generate B3, so fewer than all 19 commute with h, and
+      at least 3 do.
 
     Examples:
         >>> given()["b3_point"]              # the book: no variant
@@ -58,8 +60,14 @@ def given() -> dict:
         mats = _signed_permutation_matrices(3)
         eye = torch.eye(3)
         central = torch.isclose(mats, eye).all(-1).all(-1) | torch.isclose(mats, -eye).all(-1).all(-1)
-        choices = mats[~central]
-        h = choices[int(torch.randint(len(choices), (1,), generator=gen))]
+        involution = torch.isclose(mats @ mats, eye).all(-1).all(-1)
+        commute = torch.isclose(mats[:, None] @ mats[None], mats[None] @ mats[:, None]).all(-1).all(-1)
+        counts = (commute & involution[None]).sum(1) - 1      # involutions commuting with each h
+        choices, few = mats[~central], counts[~central] < 3
+        pick = int(torch.randint(len(choices), (1,), generator=gen))
+        while few[pick]:                                      # redraw an answer of 1
+            pick = int(torch.randint(len(choices), (1,), generator=gen))
+        h = choices[pick]
         numbers["b3_element"] = tuple(tuple(int(v) for v in row) for row in h.tolist())
     return numbers
 
@@ -156,8 +164,8 @@ def check_b3_orbit_stabilizer(orbit, stabilizer) -> None:
     require(set(got) <= truth, f"orbit3 holds {sorted(set(got) - truth)[:2]}, which no signed "
             "permutation reaches from x = given['b3_point']: its entries must be those of x, "
             "rearranged, with any signs")
-    require(set(got) == truth, "orbit3 misses points of the orbit: every position of the ±5 and every "
-            "sign pattern occurs")
+    require(set(got) == truth, "orbit3 misses points of the orbit: every position of the entry whose size "
+            "occurs once, and every sign pattern, occurs")
     stab = stabilizer.float()
     require(stab.shape[1:] == (3, 3), f"stab3 must hold 3x3 matrices, got shape {tuple(stab.shape)}")
     members = {tuple(m.flatten().tolist()) for m in mats}

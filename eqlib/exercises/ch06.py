@@ -23,9 +23,14 @@ def given() -> dict:
       matched to itself, two to each other, in a random order), no two rows equal or
       opposite (so k_1(m) is unique), integer weights, biases in steps of 0.2, and W_2 with
       W_2 k_1(m) = ±W_2 (so f(m x) = ±f(x)).
-    - ``"ex4_unit"`` and ``"ex4_position"``: in ch06-ex4, the unit of ``small``'s first
-      layer that is cloned and the position (1 to 3) of the clone in the cloned network's
-      first layer. Book: unit 1, position 3. A variant draws both.
+    - ``"ex4_unit"``, ``"ex4_position"`` and ``"ex4_sign"``: in ch06-ex4, the unit of
+      ``small``'s first layer that is cloned, the position (1 to 3) of the copy in the
+      cloned network's first layer (``small``'s two units keep their order around it) and
+      the sign c = ±1 of the copy (c times the original's row of W_1 and bias, c/2 times
+      its outgoing column; tanh is odd, so the copy is c times the original). Book:
+      unit 1, position 3, c = 1. A variant draws all three, and redraws them while the
+      lifted k_1(m) (the answer) is the book's; the layouts left give six different
+      lifts.
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
     """
@@ -36,9 +41,42 @@ def given() -> dict:
     else:
         W1, b1, W2 = _draw_swap_net(gen)
     gen = variants.parameter_generator("ch06-ex4")
-    unit, position = (1, 3) if gen is None else (int(torch.randint(1, 3, (), generator=gen)),
-                                                 int(torch.randint(1, 4, (), generator=gen)))
-    return {"ex1_W1": W1, "ex1_b1": b1, "ex1_W2": W2, "ex4_unit": unit, "ex4_position": position}
+    layout = _BOOK_CLONE
+    while gen is not None and torch.equal(_clone_lift(*layout), _clone_lift(*_BOOK_CLONE)):
+        layout = (int(torch.randint(1, 3, (), generator=gen)),
+                  int(torch.randint(1, 4, (), generator=gen)),
+                  int(torch.randint(0, 2, (), generator=gen)) * 2 - 1)
+    return {"ex1_W1": W1, "ex1_b1": b1, "ex1_W2": W2, "ex4_unit": layout[0],
+            "ex4_position": layout[1], "ex4_sign": layout[2]}
+
+
+_BOOK_CLONE = (1, 3, 1)                  # ch06-ex4 in the book: unit 1, position 3, c = 1
+_SMALL_K1 = torch.tensor([[0.0, -1.0], [-1.0, 0.0]])   # k~_1(m) of the chapter's `small`
+
+
+def _clone_layout(unit: int, position: int, sign: int):
+    """ch06-ex4's first layer: ``order[j]`` is the unit of ``small`` at position j + 1,
+    ``signs[j]`` its sign (c at the copy, 1 elsewhere)."""
+    order = [0, 1]
+    order.insert(position - 1, unit - 1)
+    signs = torch.ones(3)
+    signs[position - 1] = float(sign)
+    return order, signs
+
+
+def _clone_lift(unit: int, position: int, sign: int) -> torch.Tensor:
+    """The lift A k~ A* + I - A A* of ch06-ex4 for this layout: ``reduce`` keeps the first
+    unit of the cloned class in layer order as its representative, so the reduced unit t
+    is D_t = ±1 times ``small``'s and k~ = D k~_small D (a unit test checks this formula
+    against ``latent_actions`` for every layout)."""
+    order, signs = _clone_layout(unit, position, sign)
+    A, A_star, D = torch.zeros(3, 2), torch.zeros(2, 3), torch.zeros(2, 2)
+    for j in range(3):
+        rep = order.index(order[j])              # the first unit of j's class
+        A[j, order[j]] = signs[j] * signs[rep]
+        A_star[order[j], rep] = 1.0
+        D[order[j], order[j]] = signs[rep]
+    return A @ D @ _SMALL_K1 @ D @ A_star + torch.eye(3) - A @ A_star
 
 
 def _draw_swap_net(gen: torch.Generator):
@@ -190,8 +228,8 @@ def check_clone_lift(model, cloned, rho_in, rho_out, g, answer) -> None:
     """Exercise ch06-ex4: the lifted k_1(g) of a network with one cloned unit.
 
     ``cloned`` must compute the same function as ``model`` with one more unit in layer 1
-    (under a variant: the copy of unit ``given()["ex4_unit"]`` at position
-    ``given()["ex4_position"]``), and ``answer`` must be the (d+1)x(d+1) lift k_1(g) that
+    (under a variant: the copy of unit ``given()["ex4_unit"]``, times
+    ``given()["ex4_sign"]``, at position ``given()["ex4_position"]``), and ``answer`` must be the (d+1)x(d+1) lift k_1(g) that
     ``latent_actions`` returns.
 
     Chapter: *The main theorem* (book/part2/06_main_theorem).
@@ -203,22 +241,26 @@ def check_clone_lift(model, cloned, rho_in, rho_out, g, answer) -> None:
     require(list(cloned.dims) == [model.dims[0], d + 1] + list(model.dims[2:]),
             f"the cloned network must have widths {[model.dims[0], d + 1] + list(model.dims[2:])}, "
             f"got {list(cloned.dims)}")
+    numbers = given()
+    unit, position, sign = numbers["ex4_unit"], numbers["ex4_position"], numbers["ex4_sign"]
     if variants.current() is not None:
-        numbers = given()
-        unit, position = numbers["ex4_unit"], numbers["ex4_position"]
         order = list(range(d))
         order.insert(position - 1, unit - 1)
+        signs = torch.ones(d + 1)
+        signs[position - 1] = float(sign)
         W1, b1 = model.layers[0].weight.detach(), model.layers[0].bias.detach()
-        require(torch.equal(cloned.layers[0].weight.detach(), W1[order])
-                and torch.equal(cloned.layers[0].bias.detach(), b1[order]),
+        require(torch.equal(cloned.layers[0].weight.detach(), W1[order] * signs[:, None])
+                and torch.equal(cloned.layers[0].bias.detach(), b1[order] * signs),
                 f"layer 1 of the cloned network must hold the units of the network in their "
-                f"order with a copy of unit {unit} (row of W_1 and bias) at position {position}: "
-                "given[\"ex4_unit\"] and given[\"ex4_position\"]")
+                f"order with a copy of unit {unit} (its row of W_1 and bias, times c = {sign}) "
+                f"at position {position}: given[\"ex4_unit\"], given[\"ex4_position\"] and "
+                "given[\"ex4_sign\"]")
     x = torch.randn(256, model.dims[0], generator=variants.input_generator("ch06-ex4", book=62))
     with torch.no_grad():
         gap = float((cloned(x) - model(x)).abs().max())
     require(gap < 1e-5, f"the cloned network computes a different function (gap {gap:.3g}): "
-                        "copy the row and bias of a unit, and split its outgoing column in two")
+                        "copy the row and bias of a unit (times c), and split its outgoing "
+                        "column between the original (1/2) and the copy (c/2)")
     require(isinstance(answer, torch.Tensor) and tuple(answer.shape) == (d + 1, d + 1),
             f"give k_1(g) as a ({d + 1}, {d + 1}) tensor")
     res = latent_actions(cloned, rho_in, rho_out)
@@ -226,7 +268,9 @@ def check_clone_lift(model, cloned, rho_in, rho_out, g, answer) -> None:
     # the extra unit must be a clone (a dead or constant unit also keeps the function)
     require(res.reduction is not None and int(res.reduction.class_sizes(1).max()) > 1,
             "no unit of layer 1 is a clone (a dead or constant unit keeps the function "
-            "too): give unit 3 the same row of W_1 and the same bias as unit 1")
+            f"too): give the unit at position {position} the row of W_1 and the bias of unit "
+            f"{unit} of the network, times c = {sign}, and let the copy and the original share "
+            "the original's outgoing column (a copy with a zero column is dead)")
     expected = res.matrix(1, g)
     wrong = [j for j in range(d + 1)
              if not torch.allclose(answer[j].float(), expected[j], atol=1e-5)]

@@ -16,33 +16,42 @@ def given() -> dict:
     - ``"ex1_signs"``: the signs s of ch07-ex1, a tuple of ±1, one per unit: the layer
       flips the sign of the pre-activation of the units with s_j = −1. Book: (−1, −1, −1)
       (every unit of a layer of 3). A variant draws 3 to 5 units and their signs, at least
-      one −1 (so the map is affine, not linear).
+      one −1 (so the map is affine, not linear), and redraws them while they are the
+      book's (the answer would be the book's).
     - ``"ex4_W1"`` (4×2): the first weight of the GELU bypass layer of ch07-ex4, its rows
       ±e_1, ±e_2. Book: (I; −I), rows e_1, e_2, −e_1, −e_2. A variant draws the order of the
       four rows.
     - ``"ex4_rotation"`` (2×2): the matrix of the generator r of C_4 in ch07-ex4. Book:
       ((0, −1), (1, 0)), a quarter turn counterclockwise. A variant draws the direction of
-      the quarter turn.
+      the quarter turn, and redraws both while the answer k_1(r) (a 4-cycle of the four
+      units) is the book's.
 
     Chapter: *MLPs: tanh, ReLU, GELU* (book/part2/07_mlps).
     """
     gen = variants.parameter_generator("ch07-ex1")
-    if gen is None:
-        signs = (-1, -1, -1)
-    else:
+    signs = (-1, -1, -1)
+    while gen is not None and signs == (-1, -1, -1):
         n = int(torch.randint(3, 6, (), generator=gen))
         draw = (torch.randint(0, 2, (n,), generator=gen) * 2 - 1).tolist()
         if min(draw) == 1:
             draw[int(torch.randint(0, n, (), generator=gen))] = -1
         signs = tuple(draw)
     gen = variants.parameter_generator("ch07-ex4")
-    rows = torch.cat([torch.eye(2), -torch.eye(2)]) + 0.0     # no -0.0 entries
-    turn = 1.0
-    if gen is not None:
-        rows = rows[torch.randperm(4, generator=gen)]
+    book = torch.cat([torch.eye(2), -torch.eye(2)]) + 0.0     # no -0.0 entries
+    rows, turn = book, 1.0
+    while gen is not None and torch.equal(_bypass_lift(rows, turn), _bypass_lift(book, 1.0)):
+        rows = book[torch.randperm(4, generator=gen)]
         turn = float(torch.randint(0, 2, (), generator=gen) * 2 - 1)
-    return {"ex1_signs": signs, "ex4_W1": rows,
-            "ex4_rotation": torch.tensor([[0.0, -turn], [turn, 0.0]])}
+    return {"ex1_signs": signs, "ex4_W1": rows, "ex4_rotation": _quarter_turn(turn)}
+
+
+def _quarter_turn(turn: float) -> torch.Tensor:
+    return torch.tensor([[0.0, -turn], [turn, 0.0]])
+
+
+def _bypass_lift(rows: torch.Tensor, turn: float) -> torch.Tensor:
+    """k_1(r) of ch07-ex4 for first-layer rows ±e_1, ±e_2: row j of W_1 r is row π(j)."""
+    return (rows @ _quarter_turn(turn) @ rows.T > 0.5).float()
 
 
 def check_bypass_weights(W1, W2) -> None:

@@ -26,7 +26,9 @@ def given() -> dict:
       ``"ex4_seed"``: the seed of ``plant_attention_equivariant`` (book: 7), which also
       draws the hiding symmetry. A variant draws an involution other than the identity
       (one or two swapped pairs of heads: τ_m τ_m = id, as m² = e) and a seed in
-      0, …, 9999.
+      0, …, 9999, and redraws the seed while the hidden layer's τ_m (the answer) equals
+      the printed ``ex4_head_perm`` or the book's τ_m, (3, 4, 2, 0, 1), so that neither
+      answers the copy.
 
     Chapter: *Attention and convolutions* (book/part2/08_attention).
     """
@@ -42,19 +44,30 @@ def given() -> dict:
             a, b = heads[2 * i], heads[2 * i + 1]
             tau[a], tau[b] = b, a
         out["ex4_head_perm"] = tuple(tau)
-        out["ex4_seed"] = int(torch.randint(0, 10000, (), generator=gen))
+        seed = int(torch.randint(0, 10000, (), generator=gen))
+        while tuple(_hidden_perm(tau, seed)) in (tuple(tau), _BOOK_TAU):
+            seed = int(torch.randint(0, 10000, (), generator=gen))
+        out["ex4_seed"] = seed
     return out
+
+
+_BOOK_TAU = (3, 4, 2, 0, 1)     # τ_m of the book's hidden layer (head_perm (2, 1, 0, 4, 3), seed 7)
+
+
+def _hidden_perm(head_perm, seed: int) -> np.ndarray:
+    """τ_m of the layer that ch08-ex4 plants with ``head_perm`` and ``seed``, once hidden."""
+    from ..latent.attention import patch_mirror_action, plant_attention_equivariant
+
+    perms = np.array([list(range(5)), list(head_perm)])
+    planted = plant_attention_equivariant(patch_mirror_action(_SHAPE, _PATCH), perms, d_k=4,
+                                          d_v=4, seed=seed)
+    return planted.head_perm["m"]
 
 
 def _planted_truth() -> np.ndarray:
     """τ_m of the hidden layer ch08-ex4 plants with this copy's ``given()`` numbers."""
-    from ..latent.attention import patch_mirror_action, plant_attention_equivariant
-
     numbers = given()
-    perms = np.array([list(range(5)), list(numbers["ex4_head_perm"])])
-    planted = plant_attention_equivariant(patch_mirror_action(_SHAPE, _PATCH), perms, d_k=4,
-                                          d_v=4, seed=numbers["ex4_seed"])
-    return planted.head_perm["m"]
+    return _hidden_perm(numbers["ex4_head_perm"], numbers["ex4_seed"])
 
 
 def check_equivariant_positions(P, action) -> None:

@@ -124,7 +124,15 @@ def test_ch02_ex5_variants(v):
     h = torch.tensor(element, dtype=torch.float32)
     assert any(torch.equal(h, M) for M in b3_matrices())
     assert not (torch.equal(h, torch.eye(3)) or torch.equal(h, -torch.eye(3)))
-    assert 1 <= answer < 19
+    assert 3 <= answer < 19
+
+
+def test_ch02_ex5_answer_at_least_3_for_100_students():
+    """h is drawn among the elements with at least 3 commuting involutions (1 is easy to
+    guess), never the centre (19, the book's answer)."""
+    answers = {commuting_involutions(given_in("ch02", Variant(f"s{i}", COURSE))["b3_element"])
+               for i in range(100)}
+    assert answers <= {3, 7, 11} and len(answers) == 3
 
 
 def test_ch02_ex5_students_differ():

@@ -6,6 +6,8 @@ variant; the book's answer fails wherever the variant's numbers differ from the 
 two students of one course get different numbers; and the drawn numbers keep the
 exercise's teaching point.
 """
+import itertools
+
 import pytest
 import torch
 
@@ -15,6 +17,7 @@ from eqlib.exercises.variants import Variant
 COURSES = ["0123456789abcdef", "fedcba9876543210", "00112233445566778899aabbccddeeff",
            "0f1e2d3c4b5a6978", "abcdefabcdefabcd"]
 PAIRS = [Variant(f"s{i}", course) for i, course in enumerate(COURSES)]
+MANY = [Variant(f"s{i}", COURSES[i % 5]) for i in range(100)]   # cheap checks of answers
 
 
 def _given(chapter, v):
@@ -209,6 +212,19 @@ def test_ch08_ex4_variants(v):
             book_tau, planted))
 
 
+def test_ch08_ex4_answer_never_printed_nor_the_books_100_students():
+    """The true τ_m is neither the printed ex4_head_perm nor the book's τ_m."""
+    from eqlib.exercises.ch08 import _hidden_perm
+
+    book = fresh("ch08").given()
+    book_tau = tuple(_hidden_perm(book["ex4_head_perm"], book["ex4_seed"]).tolist())
+    assert book_tau == (3, 4, 2, 0, 1)
+    for v in MANY:
+        g = _given("ch08", v)
+        tau = tuple(_hidden_perm(g["ex4_head_perm"], g["ex4_seed"]).tolist())
+        assert tau not in (tuple(g["ex4_head_perm"]), book_tau), v
+
+
 def test_ch08_students_differ():
     _students_differ("ch08", ["ex2_filter"])
     _students_differ("ch08", ["ex4_head_perm", "ex4_seed"])
@@ -293,6 +309,15 @@ def test_ch07_ex4_variants(v):
                 lambda: fresh("ch07").check_bypass_c4(_ch07_ex4_answer(book)))
 
 
+def test_ch07_answers_never_the_books_100_students():
+    book = fresh("ch07").given()
+    book_k = _ch07_ex4_answer(book)
+    for v in MANY:
+        g = _given("ch07", v)
+        assert g["ex1_signs"] != book["ex1_signs"], v       # so D, c differ from the book's
+        assert not torch.equal(_ch07_ex4_answer(g), book_k), v
+
+
 def test_ch07_students_differ():
     _students_differ("ch07", ["ex1_signs"])
     _students_differ("ch07", ["ex4_W1", "ex4_rotation"])
@@ -334,7 +359,7 @@ def test_ch06_book_numbers():
     assert torch.equal(g["ex1_b1"], torch.tensor([0.0, 0.4, 0.4]))
     assert torch.equal(g["ex1_W2"], torch.tensor([[1.0, 0.5, -0.5]]))
     assert _ch06_ex1_answer(g) == ([0, 2, 1], [-1, 1, 1], -1)
-    assert (g["ex4_unit"], g["ex4_position"]) == (1, 3)
+    assert (g["ex4_unit"], g["ex4_position"], g["ex4_sign"]) == (1, 3, 1)
 
 
 @pytest.mark.parametrize("v", PAIRS, ids=str)
@@ -385,18 +410,21 @@ def _ch06_small():
 
 
 def _ch06_cloned(small, g):
-    """The notebook's solution: small's units in order, a copy of unit ex4_unit at
-    ex4_position, the two sharing the original's outgoing column equally."""
+    """The notebook's solution: small's units in order, a copy of unit ex4_unit times
+    c = ex4_sign at ex4_position, the original keeping half its outgoing column and the
+    copy getting c/2 times it."""
     from eqlib.models import MLP
 
     unit = g["ex4_unit"] - 1
     order = [0, 1]
     order.insert(g["ex4_position"] - 1, unit)
-    share = torch.tensor([0.5 if j == unit else 1.0 for j in order])
+    sign = torch.ones(3)
+    sign[g["ex4_position"] - 1] = g["ex4_sign"]
+    share = torch.tensor([0.5 if j == unit else 1.0 for j in order]) * sign
     cloned = MLP([2, 3, 2, 1], "tanh", seed=0)
     with torch.no_grad():
-        cloned.layers[0].weight.copy_(small.layers[0].weight[order])
-        cloned.layers[0].bias.copy_(small.layers[0].bias[order])
+        cloned.layers[0].weight.copy_(small.layers[0].weight[order] * sign[:, None])
+        cloned.layers[0].bias.copy_(small.layers[0].bias[order] * sign)
         cloned.layers[1].weight.copy_(small.layers[1].weight[:, order] * share)
         cloned.layers[1].bias.copy_(small.layers[1].bias)
         cloned.layers[2].weight.copy_(small.layers[2].weight)
@@ -423,14 +451,14 @@ def test_ch06_ex4_variants(v):
 
     book = fresh("ch06").given()
     g = _given("ch06", v)
-    assert g["ex4_unit"] in (1, 2) and g["ex4_position"] in (1, 2, 3)
+    assert g["ex4_unit"] in (1, 2) and g["ex4_position"] in (1, 2, 3) and g["ex4_sign"] in (1, -1)
     small, cloned, swap, rout, m, lift = _ch06_lift(g)
     assert sorted((lift != 0).sum(1).tolist()) == [1, 1, 3]       # (d) a clone's row,
     assert not symmetry_group("tanh", 3).contains(lift)           # so not in K_1
     with variants.variant(v):                                     # (a)
         fresh("ch06").check_clone_lift(small, cloned, swap, rout, m, lift)
     _, book_cloned, *_, book_lift = _ch06_lift(book)
-    keys = ["ex4_unit", "ex4_position"]
+    keys = ["ex4_unit", "ex4_position", "ex4_sign"]
     _book_fails("ch06", keys, v, lambda: fresh("ch06").check_clone_lift(
         small, book_cloned, swap, rout, m, book_lift))            # (b), the book's copy
     if not torch.equal(book_lift, lift):                          # (b), this copy
@@ -440,7 +468,34 @@ def test_ch06_ex4_variants(v):
 
 def test_ch06_students_differ():
     _students_differ("ch06", ["ex1_W1", "ex1_b1", "ex1_W2"])
-    _students_differ("ch06", ["ex4_unit", "ex4_position"])
+    _students_differ("ch06", ["ex4_unit", "ex4_position", "ex4_sign"])
+
+
+def test_ch06_ex4_lift_formula_every_layout():
+    """given()'s redraw rule computes the lift by formula; it is latent_actions' lift for
+    all 12 layouts (unit, position of the copy, sign), and the 8 layouts left after the
+    redraw give 6 lifts, none the book's."""
+    from eqlib.exercises.ch06 import _clone_lift
+
+    book = _ch06_lift(fresh("ch06").given())[-1]
+    others = set()
+    for unit, position, sign in itertools.product((1, 2), (1, 2, 3), (1, -1)):
+        g = {"ex4_unit": unit, "ex4_position": position, "ex4_sign": sign}
+        lift = _ch06_lift(g)[-1]
+        assert torch.equal(lift, _clone_lift(unit, position, sign)), g
+        if not torch.equal(lift, book):
+            others.add(tuple(lift.flatten().tolist()))
+    assert len(others) == 6
+
+
+def test_ch06_ex4_answer_never_the_books_100_students():
+    from eqlib.exercises.ch06 import _clone_lift
+
+    book = _clone_lift(1, 3, 1)
+    for v in MANY:
+        g = _given("ch06", v)
+        assert not torch.equal(_clone_lift(g["ex4_unit"], g["ex4_position"], g["ex4_sign"]),
+                               book), v
 
 
 def test_ch06_row_matcher_inputs_per_variant():
