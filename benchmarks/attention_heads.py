@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
-from pathlib import Path
 
 from eqlib.experiments.cifar_parts import attention_experiment
 from eqlib.experiments.cifar_setup import load_data, settings
+from eqlib.experiments.records import write_json
 
 
 def main() -> None:
@@ -40,14 +41,14 @@ def main() -> None:
         att = attention_experiment(s, tr, te, seed=seed, device=args.device, progress=False)
         row = {"seed": seed, "heads": args.heads, "epochs": s.attention_epochs,
                **{k: att[k] for k in ("head_perm", "head_perm_maps", "swapped_heads", "maps_residual",
-                                      "maps_residual_maps",
+                                      "maps_residual_maps", "maps_residual_best",
                                       "output_residual", "positional_residual", "end_to_end", "task_loss")},
                "seconds": round(time.perf_counter() - t, 1)}
         rows.append(row)
         print(json.dumps(row), flush=True)
     if args.out:
-        Path(args.out).write_text(json.dumps({"budget": args.budget, "settings": s.to_dict(), "runs": rows},
-                                             indent=1, default=str))
+        write_json(args.out, {"budget": args.budget, "settings": s.to_dict(), "runs": rows,
+                              "command": "python benchmarks/attention_heads.py " + " ".join(sys.argv[1:])})
 
 
 if __name__ == "__main__":

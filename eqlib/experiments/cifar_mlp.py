@@ -182,7 +182,8 @@ def _measure(s: Settings, root: str | None, seed: int, device: str | None, progr
         with timed("attention"):
             att = attention_experiment(s, tr, te, seed=seed, device=device, progress=progress)
             summary["attention"] = {k: att[k] for k in ("head_perm", "head_perm_maps", "swapped_heads",
-                                                        "maps_residual", "maps_residual_maps", "output_residual",
+                                                        "maps_residual", "maps_residual_maps",
+                                                        "maps_residual_best", "output_residual",
                                                         "positional_residual", "end_to_end", "task_loss")}
             figures["attention"] = plot_attention_heads(att["model"], prepare_images(te.images[:1]),
                                                         att["head_perm"])

@@ -224,7 +224,8 @@ def attention_experiment(s: Settings, train: CIFAR10, test: CIFAR10, *, seed: in
         (the :class:`~eqlib.latent.attention.AttentionLatentAction`), ``head_perm``
         (τ from the parameters), ``head_perm_maps`` (τ from the attention maps),
         ``swapped_heads`` (heads with τ(h) ≠ h), ``maps_residual`` (under τ from the
-        parameters), ``maps_residual_maps`` (under τ from the maps), ``output_residual``,
+        parameters), ``maps_residual_maps`` (under τ from the maps), ``maps_residual_best`` (the
+        smallest over all head permutations), ``output_residual``,
         ``positional_residual``, ``end_to_end``.
 
     Chapter: *Reproducing the CIFAR-10 experiment*.
@@ -243,7 +244,8 @@ def attention_experiment(s: Settings, train: CIFAR10, test: CIFAR10, *, seed: in
             "head_perm": tau.tolist(), "head_perm_maps": latent.head_perm_maps["m"].tolist(),
             "swapped_heads": [int(h) for h in np.nonzero(tau != np.arange(len(tau)))[0]],
             "maps_residual": latent.maps_residual["m"],
-            "maps_residual_maps": latent.maps_residual_maps["m"], "output_residual": latent.output_residual["m"],
+            "maps_residual_maps": latent.maps_residual_maps["m"],
+            "maps_residual_best": latent.maps_residual_best["m"], "output_residual": latent.output_residual["m"],
             "positional_residual": latent.positional_residual["m"],
             "end_to_end": end_to_end_error(model, test.images[:1000], "autoencode"),
             "task_loss": res.history["task_loss"][-1]}

@@ -205,6 +205,8 @@ RECORDS: dict[str, tuple[str, ...]] = {
     "gcnn_barrier_medium.json": ("budget", "cells"),
     "gcnn_barrier_full.json": ("budget", "cells"),
     "pairing_hypotheses_full.json": ("settings", "hypotheses", "picture"),
+    "negated_copies_laptop.json": ("settings", "thresholds", "runs", "command"),
+    "attention_heads_full.json": ("settings", "runs", "command"),
 }
 
 

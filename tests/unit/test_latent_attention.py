@@ -280,6 +280,8 @@ def _assert_recovered(res, planted, ident_tol=1e-5, duplicates=False):
     for g in G:  # where both readings of τ agree, so do the two maps residuals
         if res.head_perm_maps[g].tolist() == res.head_perm[g].tolist():
             assert res.maps_residual_maps[g] == pytest.approx(res.maps_residual[g], abs=1e-6)
+        # no head permutation does better than the best one, τ included
+        assert res.maps_residual_best[g] <= min(res.maps_residual[g], res.maps_residual_maps[g]) + 1e-6
     for g in G:
         moved = np.flatnonzero(planted.head_perm[g] != np.arange(len(planted.head_perm[g])))
         if duplicates and len(moved):
@@ -619,3 +621,19 @@ def test_recovery_is_unchanged_by_the_structured_solve(seed, monkeypatch):
             assert res.basis_residual[g] == pytest.approx(ref.basis_residual[g], abs=1e-5)
             assert res.head_perm[g].tolist() == ref.head_perm[g].tolist()
             assert res.head_ties[g] == ref.head_ties[g]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("heads", [1, 3, 5])
+def test_best_maps_residual_is_the_minimum_over_head_permutations(seed, heads):
+    import itertools
+
+    from eqlib.latent.attention.recover import _best_maps_residual
+
+    g = torch.Generator().manual_seed(seed)
+    maps_gx = torch.rand(4, heads, 6, 6, generator=g)
+    expected = maps_gx[:, torch.randperm(heads, generator=g)] + 0.1 * torch.rand(4, heads, 6, 6, generator=g)
+    brute = min(float((maps_gx[:, list(t)] - expected).norm() / maps_gx.norm())
+                for t in itertools.permutations(range(heads)))
+    assert _best_maps_residual(maps_gx, expected) == pytest.approx(brute, rel=1e-6, abs=1e-9)
+    assert _best_maps_residual(maps_gx, maps_gx[:, torch.arange(heads).flip(0)]) == pytest.approx(0, abs=1e-6)

@@ -404,6 +404,9 @@ class AttentionLatentAction:
         maps_residual: ‖maps(g·X)[τ(h)] − Π maps(X)[h] Πᵀ‖ / ‖maps(g·X)‖.
         maps_residual_maps: the same with τ read from the attention maps
             (``head_perm_maps``): how well the maps' own head matching explains them.
+        maps_residual_best: the smallest maps residual over *every* head permutation τ
+            (an assignment problem on the heads' squared distances, solved exactly): no
+            head permutation explains the maps better.
         output_residual: ‖f(g·X) − g·f(X)‖ / ‖f(X)‖.
         head_space_residual: max over heads of ‖Y_{τ(h)}(g·X) − Π_g Y_h(X) F_h^{-1}‖ / ‖·‖,
             Y_h the head value outputs (:meth:`eqlib.models.attention.MultiHeadAttention.head_values`): the
@@ -427,6 +430,7 @@ class AttentionLatentAction:
     positional_residual: dict[str, float | None] = field(default_factory=dict)
     maps_residual: dict[str, float] = field(default_factory=dict)
     maps_residual_maps: dict[str, float] = field(default_factory=dict)
+    maps_residual_best: dict[str, float] = field(default_factory=dict)
     output_residual: dict[str, float] = field(default_factory=dict)
     head_space_residual: dict[str, float] = field(default_factory=dict)
     S: dict[str, Tensor] = field(default_factory=dict)
@@ -435,7 +439,7 @@ class AttentionLatentAction:
     def __post_init__(self):
         for f in ("head_perm", "head_perm_maps", "head_ties", "token_perm", "token_perm_given", "A", "B",
                   "head_residual", "basis_residual", "positional_residual", "maps_residual", "maps_residual_maps",
-                  "output_residual", "head_space_residual", "S"):
+                  "maps_residual_best", "output_residual", "head_space_residual", "S"):
             setattr(self, f, ByElement(self.group, getattr(self, f)))
 
     @property
@@ -582,6 +586,7 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
                                             / maps_gx.norm().clamp_min(1e-12))
             res.maps_residual_maps[name] = float((maps_gx[:, torch.as_tensor(tau_maps)] - expected).norm()
                                                  / maps_gx.norm().clamp_min(1e-12))
+            res.maps_residual_best[name] = _best_maps_residual(maps_gx, expected)
             residual = equivariance_residual(layer, action_in, action_out, x, g=g, fx=fx)
             res.output_residual[name] = float(residual.norm() / fx.norm().clamp_min(1e-12))
             res.S[name] = S.clone()
@@ -590,6 +595,17 @@ def recover_attention_action(layer: MultiHeadAttention | AttentionNetwork, actio
             y_moved = action_in.permute_tokens(g, layer.head_values(x)) @ B_inv[None]
             res.head_space_residual[name] = float(_rel(y_gx.transpose(0, 1), y_moved.transpose(0, 1)).max())
     return res
+
+
+def _best_maps_residual(maps_gx: Tensor, expected: Tensor) -> float:
+    """min over head permutations τ of ‖maps_gx[:, τ] − expected‖ / ‖maps_gx‖ (heads on dim 1)."""
+    G = maps_gx.transpose(0, 1).reshape(maps_gx.shape[1], -1).double()
+    E = expected.transpose(0, 1).reshape(expected.shape[1], -1).double()
+    # D[h, j] = ‖E_h − G_j‖²: expected head h against head j of g·X
+    D = (E * E).sum(1)[:, None] + (G * G).sum(1)[None, :] - 2 * E @ G.T
+    tau = best_assignment(D, maximize=False)
+    total = D[torch.arange(len(tau)), tau].sum().clamp_min(0)
+    return float(total.sqrt() / G.norm().clamp_min(1e-12))
 
 
 def recover_attention_network(net: Model, action_in: TokenAction, x: Tensor, *, out_features: Action | None = None,
