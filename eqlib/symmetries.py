@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
 
 from .models.attention import AttentionNetwork, MultiHeadAttention
 from .models.activation import Activation, activation_record
@@ -81,6 +80,8 @@ def best_assignment(score: torch.Tensor, *, maximize: bool = True) -> torch.Tens
     check_bool("maximize", maximize)
     if score.shape[0] != score.shape[1]:
         raise ValueError(f"score must be a square matrix, got shape {tuple(score.shape)}")
+    from scipy.optimize import linear_sum_assignment  # imported here: scipy.optimize takes ~1 s
+
     rows, cols = linear_sum_assignment(score.detach().double().cpu().numpy(), maximize=maximize)
     return torch.as_tensor(cols[np.argsort(rows)], dtype=torch.long)
 
