@@ -269,20 +269,22 @@ def check_clone_lift(model, cloned, rho_in, rho_out, g, answer) -> None:
     require(res.reduction is not None and int(res.reduction.class_sizes(1).max()) > 1,
             "no unit of layer 1 is a clone (a dead or constant unit keeps the function "
             f"too): give the unit at position {position} the row of W_1 and the bias of unit "
-            f"{unit} of the network, times c = {sign}, and let the copy and the original share "
-            "the original's outgoing column (a copy with a zero column is dead)")
+            f"{unit} of the network, times c = {sign}, and give the original 1/2 of its "
+            f"outgoing column and the copy c/2 = {sign / 2:g} of it (a copy with a zero column "
+            "is dead)")
     expected = res.matrix(1, g)
     wrong = [j for j in range(d + 1)
              if not torch.allclose(answer[j].float(), expected[j], atol=1e-5)]
     require(not wrong,
-            f"not the lift: row(s) {wrong} of your k_1(g) are wrong. The lift is "
-            "A k~ A* + I - A A*; a clone's row mixes the clone with its representative's "
-            "image (read it off latent_actions(...).matrix(1, g))")
+            f"not the lift: row(s) {[j + 1 for j in wrong]} of your k_1(g) (counted from 1, as "
+            "the positions) are wrong. The lift is A k~ A* + I - A A*; a clone's row mixes "
+            "the clone with its representative's image")
     group = layer_symmetry_groups(cloned)[0]
     if group.contains(expected, tol=1e-5):
         passed("Correct: here k~_1(g) fixes the clone's class, so the lift k_1(g) is in K_1")
     else:
         counts = [int((expected[j].abs() > 1e-6).sum()) for j in range(d + 1)]
         j = max(range(d + 1), key=lambda r: counts[r])
-        passed(f"Correct: row {j} of k_1(g) (a clone's row) has {counts[j]} nonzero entries, "
+        passed(f"Correct: row {j + 1} of k_1(g) (a clone's row, counted from 1) has "
+               f"{counts[j]} nonzero entries, "
                "so k_1(g) is not in K_1")

@@ -101,7 +101,7 @@ def test_clone_lift_messages(capsys):
     wrong[2] = torch.tensor([0.0, 0.0, 1.0])
     with pytest.raises(ExerciseError) as err:
         check_clone_lift(small, _cloned(small), swap, rout, m, wrong)
-    assert "row(s) [2]" in str(err.value) and "-1.0, -1.0, 1.0" not in str(err.value)
+    assert "row(s) [3]" in str(err.value) and "-1.0, -1.0, 1.0" not in str(err.value)
     assert "expected" not in str(err.value)
     check_clone_lift(small, _cloned(small), swap, rout, m, lift)
     out = capsys.readouterr().out
