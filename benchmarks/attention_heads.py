@@ -16,7 +16,13 @@ import json
 import sys
 import time
 
+import numpy as np
+import torch
+
+from eqlib.analysis import end_to_end_error
 from eqlib.experiments.cifar_parts import attention_experiment
+from eqlib.images import prepare_images
+from eqlib.latent.attention.recover import _best_maps_residual
 from eqlib.experiments.cifar_setup import load_data, settings
 from eqlib.experiments.records import write_json
 
@@ -39,7 +45,16 @@ def main() -> None:
         t = time.perf_counter()
         tr, te = load_data(s, None, seed=seed)
         att = attention_experiment(s, tr, te, seed=seed, device=args.device, progress=False)
+        model, action = att["model"], att["action"]
+        m = action.group["m"]
+        with torch.no_grad():  # chance level: the maps of m·X against those of another batch
+            x, other = (model.tokens(prepare_images(te.images[a:a + 256])) for a in (0, 256))
+            inv = torch.as_tensor(np.argsort(action.token_permutation(m)))
+            maps_other = model.attention.layers[0].attention_maps(other)[..., inv, :][..., inv]
+            chance = _best_maps_residual(model.attention.layers[0].attention_maps(action.act(m, x)), maps_other)
         row = {"seed": seed, "heads": args.heads, "epochs": s.attention_epochs,
+               "maps_residual_chance": chance,
+               "end_to_end_vertical": end_to_end_error(model, te.images[:1000], "autoencode", "vertical"),
                **{k: att[k] for k in ("head_perm", "head_perm_maps", "swapped_heads", "maps_residual",
                                       "maps_residual_maps", "maps_residual_best",
                                       "output_residual", "positional_residual", "end_to_end", "task_loss")},

@@ -29,9 +29,11 @@ from eqlib.experiments.records import write_json
 NAMES = ("tanh-autoencoder", "gelu-autoencoder")
 
 
-def describe(label: str, weight, bias, thresholds: list[float]) -> dict:
+def describe(label: str, weight, bias, thresholds: list[float], outgoing=None) -> dict:
     """One line per threshold: pairs among all units, within the first 64 (of the full
     assignment) and in the first 64 matched alone, with the pairs' bias and norm relation.
+    ``outgoing`` (the next layer's weight, columns per unit) adds, per threshold, the
+    cosines cos(a_i, −a_j) of each pair's outgoing columns (1 for a bypass pair).
     Returns the same numbers, by threshold."""
     out = {}
     for t in thresholds:
@@ -52,6 +54,13 @@ def describe(label: str, weight, bias, thresholds: list[float]) -> dict:
                          "median_norm_ratio": (float(np.median(np.maximum(res.norm_ratio, 1 / res.norm_ratio)))
                                                if res.count else None),
                          "biases_same_sign": same_sign}
+        if outgoing is not None and res.count:
+            a = outgoing.detach().double()
+            ai, aj = a[:, res.pairs[:, 0]], a[:, res.pairs[:, 1]]
+            cos = (-(ai * aj).sum(0) / (ai.norm(dim=0) * aj.norm(dim=0)).clamp_min(1e-300)).numpy()
+            out[f"{t:g}"]["outgoing_cos_median"] = float(np.median(cos))
+            out[f"{t:g}"]["outgoing_cos_max"] = float(cos.max())
+            print(f"{label:28s} t={t:.2f}: outgoing cos(a_i, -a_j) median {np.median(cos):.2f}, max {cos.max():.2f}")
     print(f"{label:28s} median |b| {bias.abs().median():.3f}, median ||w|| {weight.norm(dim=1).median():.3f}")
     top = negated_copies(weight, bias, threshold=1e-9)
     print(f"{label:28s} reciprocal matches: {top.count}, their cosines: max {top.cosine.max(initial=0):.3f}, "
@@ -80,8 +89,9 @@ def main(argv: list[str] | None = None) -> None:
               f"(from cache: {[r.from_cache for r in results.values()]})")
         row = {"seed": seed}
         for name in NAMES:
-            first = results[name].model.layers[0]
-            row[name] = describe(f"{name} s{seed}", first.weight.detach(), first.bias.detach(), thresholds)
+            first, second = results[name].model.layers[0], results[name].model.layers[1]
+            row[name] = describe(f"{name} s{seed}", first.weight.detach(), first.bias.detach(), thresholds,
+                                 outgoing=second.weight)
             act = name.split("-")[0]
             init = C.build_mlp(act, "autoencode", s.hidden, seed=seed, first_init_scale=s.first_init_scale).layers[0]
             row[f"untrained-{act}"] = describe(f"untrained {act} s{seed}", init.weight.detach(), init.bias.detach(),
