@@ -20,8 +20,9 @@ import numpy as np
 import torch
 
 from eqlib.analysis import end_to_end_error
-from eqlib.experiments.cifar_parts import attention_experiment
+from eqlib.experiments.cifar_parts import PatchAttentionAutoencoder, attention_experiment
 from eqlib.images import prepare_images
+from eqlib.latent.attention import recover_attention_action
 from eqlib.latent.attention.recover import _best_maps_residual
 from eqlib.experiments.cifar_setup import load_data, settings
 from eqlib.experiments.records import write_json
@@ -52,7 +53,11 @@ def main() -> None:
             inv = torch.as_tensor(np.argsort(action.token_permutation(m)))
             maps_other = model.attention.layers[0].attention_maps(other)[..., inv, :][..., inv]
             chance = _best_maps_residual(model.attention.layers[0].attention_maps(action.act(m, x)), maps_other)
+        init = PatchAttentionAutoencoder(s.attention_patch, s.attention_heads, seed=seed).eval()
+        with torch.no_grad():  # the positional residual at initialisation (before training)
+            init_latent = recover_attention_action(init.attention, action, init.tokens(prepare_images(te.images[:256])))
         row = {"seed": seed, "heads": args.heads, "epochs": s.attention_epochs,
+               "positional_residual_init": init_latent.positional_residual["m"],
                "maps_residual_chance": chance,
                "end_to_end_vertical": end_to_end_error(model, te.images[:1000], "autoencode", "vertical"),
                **{k: att[k] for k in ("head_perm", "head_perm_maps", "swapped_heads", "maps_residual",

@@ -48,7 +48,8 @@ def describe(label: str, weight, bias, thresholds: list[float], outgoing=None) -
               f"first 64: {res.counts(64)['negated pairs']:2d} (matched alone: {alone.count:2d}), "
               f"non-reciprocal {c['non-reciprocal']:3d}{extra}")
         same_sign = int((res.bias_gap > 1 - 1e-6).sum()) if res.count and res.bias_gap is not None else 0
-        out[f"{t:g}"] = {"pairs": c["negated pairs"], "units": res.n_rows, "pairs_first64": res.counts(64)["negated pairs"],
+        out[f"{t:g}"] = {"pairs": c["negated pairs"], "units": res.n_rows,
+                         "pairs_first64": res.counts(64)["negated pairs"],
                          "pairs_first64_alone": alone.count,
                          "median_cos": float(np.median(res.cosine)) if res.count else None,
                          "median_norm_ratio": (float(np.median(np.maximum(res.norm_ratio, 1 / res.norm_ratio)))

@@ -219,9 +219,9 @@ def negated_copies(weight: torch.Tensor, bias: torch.Tensor | None = None, *,
     ``filter_pairing``). The cosine is scale-free: w and −c w (c > 0) are a pair. A row that
     is only a mirror image of another is not a negated copy (no mirror is applied).
 
-    Why it matters: GELU(z) − GELU(−z) = z, so two GELU units with weights w, −w and biases
-    b, −b pass the linear function w·x + b through the layer (a *bypass pair*); for tanh,
-    an odd function, such a pair computes one feature twice. ``bias`` (n,) adds the bias
+    Why it matters: GELU(z) − GELU(−z) = z, so two GELU units with weights w, −w, biases
+    b, −b and outgoing weights a, −a pass the affine function a(w·x + b) through the layer
+    (a *bypass pair*); for tanh, an odd function, such a pair computes one feature twice. ``bias`` (n,) adds the bias
     relation of each pair (``bias_sum``, ``bias_gap``); ``norm_ratio`` says whether the
     two weights have equal norms, as an exact bypass pair's do.
 

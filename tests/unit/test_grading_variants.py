@@ -386,6 +386,13 @@ def test_book_answers_score_zero_on_another_students_copy(tmp_path):
         bob_given = ch02.given()
     changed = {k for k in book_given if str(book_given[k]) != str(bob_given[k])}
     assert changed and results["bob"].awarded < results["bob"].max_score, (changed, results["bob"])
+    # exercise by exercise: the book's values score 0 where the numbers differ (ex3: the
+    # point, ex5: the element h) and full marks on the exercises without numbers
+    assert set(changed) == {"b3_point", "b3_element"}, changed
+    bob, ada = results["bob"].exercises, results["ada"].exercises
+    variant_checks = [g for g in bob if g.startswith(("ch02-ex3", "ch02-ex5"))]
+    assert len(variant_checks) == 2 and all(bob[g] == 0 for g in variant_checks), bob
+    assert all(bob[g] == ada[g] > 0 for g in bob if g not in variant_checks), (bob, ada)
 
 
 def test_the_benchmark_on_the_teaching_page_runs(capsys):
