@@ -22,34 +22,6 @@
 #      PYTHON (default python3), SEEDS (default 0,1,2), RECORD_DEST (where the JSON is copied;
 #      default eqlib/recorded).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export EQLIB_CACHE=${EQLIB_CACHE:-$HOME/.cache/eqlib}
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} MKL_NUM_THREADS=${MKL_NUM_THREADS:-${OMP_NUM_THREADS:-2}}
-py=${PYTHON:-$(command -v python3 || command -v python)}
-log=${LOG:-$EQLIB_CACHE/logs/record_hypotheses.log}
-mkdir -p "$(dirname "$log")" "$EQLIB_CACHE"
-exec 9>"$EQLIB_CACHE/record_hypotheses.lock"
-if ! flock -n 9; then
-  echo "record_hypotheses.sh: another recording holds $EQLIB_CACHE/record_hypotheses.lock; not starting" >&2
-  exit 1
-fi
-{ echo "== $(date -u) start (or resume) on $(hostname): $(uptime)"
-  echo "== OMP_NUM_THREADS=$OMP_NUM_THREADS EQLIB_CACHE=$EQLIB_CACHE, log $log"; } | tee -a "$log"
-set +e
-out=$(mktemp -d "${TMPDIR:-/tmp}/record_hypotheses.XXXXXX")
-nice -n 19 "$py" -m eqlib.experiments.pairing_hypotheses --budget full --seeds "${SEEDS:-0,1,2}" \
-  --no-download --out "$out" >> "$log" 2>&1
-rc=$?
-set -e
-echo "== $(date -u) exit $rc: $(uptime)" | tee -a "$log"
-dest=${RECORD_DEST:-eqlib/recorded}
-if [ "$rc" -eq 0 ]; then
-  if [ ! -f "$out/pairing_hypotheses_full.json" ]; then
-    echo "record_hypotheses.sh: the run exited 0 but wrote no $out/pairing_hypotheses_full.json" | tee -a "$log" >&2
-    exit 1
-  fi
-  cp "$out/pairing_hypotheses_full.json" "$dest/"
-  echo "wrote $dest/pairing_hypotheses_full.json (log: $log)"
-fi
-exit "$rc"
+# the lock, log, low priority and copy-on-success are benchmarks/record_run.sh's
+exec bash "$(dirname "$0")/record_run.sh" record_hypotheses pairing_hypotheses_full.json -- -m eqlib.experiments.pairing_hypotheses --budget full \
+  --seeds "${SEEDS:-0,1,2}" --no-download

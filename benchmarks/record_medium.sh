@@ -21,35 +21,6 @@
 #      seconds and test accuracy), PYTHON (default python3), DEVICE (default cpu),
 #      RECORD_DEST (where the JSON is copied; default eqlib/recorded).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export EQLIB_CACHE=${EQLIB_CACHE:-$HOME/.cache/eqlib}
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} MKL_NUM_THREADS=${MKL_NUM_THREADS:-${OMP_NUM_THREADS:-2}}
-py=${PYTHON:-$(command -v python3 || command -v python)}
-log=${LOG:-$EQLIB_CACHE/logs/record_medium.log}
-mkdir -p "$(dirname "$log")" "$EQLIB_CACHE"
-exec 9>"$EQLIB_CACHE/record_medium.lock"
-if ! flock -n 9; then
-  echo "record_medium.sh: another recording holds $EQLIB_CACHE/record_medium.lock; not starting" >&2
-  exit 1
-fi
-{ echo "== $(date -u) start (or resume) on $(hostname): $(uptime)"
-  echo "== OMP_NUM_THREADS=$OMP_NUM_THREADS EQLIB_CACHE=$EQLIB_CACHE, log $log"; } | tee -a "$log"
-set +e
-# the run writes the JSON and its figures into a fresh folder; only the JSON is package data
-out=$(mktemp -d "${TMPDIR:-/tmp}/record_medium.XXXXXX")
-nice -n 19 "$py" -m eqlib.experiments.gcnn_barrier --budget medium --device "${DEVICE:-cpu}" \
-  --no-download --parts barriers --no-progress --out "$out" >> "$log" 2>&1
-rc=$?
-set -e
-echo "== $(date -u) exit $rc: $(uptime)" | tee -a "$log"
-dest=${RECORD_DEST:-eqlib/recorded}
-if [ "$rc" -eq 0 ]; then
-  if [ ! -f "$out/gcnn_barrier_medium.json" ]; then
-    echo "record_medium.sh: the run exited 0 but wrote no $out/gcnn_barrier_medium.json" | tee -a "$log" >&2
-    exit 1
-  fi
-  cp "$out/gcnn_barrier_medium.json" "$dest/"
-  echo "wrote $dest/gcnn_barrier_medium.json (figures in $out; log: $log)"
-fi
-exit "$rc"
+# the lock, log, low priority and copy-on-success are benchmarks/record_run.sh's
+exec bash "$(dirname "$0")/record_run.sh" record_medium gcnn_barrier_medium.json -- -m eqlib.experiments.gcnn_barrier --budget medium --device "${DEVICE:-cpu}" --no-download \
+  --parts barriers --no-progress
