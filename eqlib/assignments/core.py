@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..exercises.variants import Variant
 from . import plan as plans
-from . import sandbox
+from . import sandbox, standin
 
 MAX_DEATHS = 3
 KEYS = Path(".eqlib") / "keys.json"
@@ -239,6 +239,8 @@ def grade_notebook(student_nb, reference: Reference, limits: sandbox.Limits, hid
                 reference.probe(scratch / "inputs", variant)
         elif (reference.work / "inputs").is_dir():
             shutil.copytree(reference.work / "inputs", scratch / "inputs")
+        # the sandbox sees the checkers' stand-in: this copy's given(), no reference helpers
+        overlays = {standin.EXERCISES: standin.write(scratch / "exercises", variant)}
         deadline = time.monotonic() + limits.wall_s
         while True:
             shutil.rmtree(scratch / "out", ignore_errors=True)
@@ -248,7 +250,7 @@ def grade_notebook(student_nb, reference: Reference, limits: sandbox.Limits, hid
             left = deadline - time.monotonic()
             run_limits = sandbox.Limits(**{**limits.__dict__, "wall_s": max(1.0, left)})
             result = sandbox.run(scratch, [sys.executable, "-m", "eqlib.assignments.runner", "student", str(scratch)],
-                                 hide + [scratch.parent], run_limits, how, env)
+                                 hide + [scratch.parent], run_limits, how, env, overlays)
             stderr = result.stderr
             outputs, started, done = _progress(scratch / "out" / "progress.jsonl", len(steps))
             if done:

@@ -103,11 +103,16 @@ def _kept_under_tmp(env: dict[str, str]) -> list[str]:
 
 
 def command(scratch: Path, argv: list[str], hide: list[Path], how: str | None = None,
-            env: dict[str, str] | None = None) -> tuple[list[str], dict]:
+            env: dict[str, str] | None = None,
+            overlays: dict[Path, Path] | None = None) -> tuple[list[str], dict]:
     """The command line that runs ``argv`` in the sandbox, with ``scratch`` writable and
-    ``env`` (the student's ``EQLIB_STUDENT`` and ``EQLIB_COURSE``) added to its environment."""
+    ``env`` (the student's ``EQLIB_STUDENT`` and ``EQLIB_COURSE``) added to its environment.
+    ``overlays`` ({folder: stand-in}, stand-ins inside ``scratch``) shows each stand-in,
+    read-only, in place of its folder (the method ``none`` has no overlays)."""
     how = how or method()
     scratch = str(Path(scratch).resolve())
+    overlays = {str(Path(k).resolve()): str(Path(v).resolve()) for k, v in (overlays or {}).items()
+                if "'" not in str(k) + str(v)}
     env = _env(scratch, env)
     hidden = [h for h in _hidden(hide) if not scratch.startswith(h + "/") and h != scratch]
     if how == "bwrap":
@@ -117,7 +122,10 @@ def command(scratch: Path, argv: list[str], hide: list[Path], how: str | None = 
             cmd += ["--ro-bind", keep, keep]
         for h in hidden:
             cmd += ["--tmpfs", h, "--remount-ro", h]
-        cmd += ["--bind", scratch, scratch, "--chdir", scratch, "--clearenv"]
+        cmd += ["--bind", scratch, scratch]
+        for dest, src in overlays.items():
+            cmd += ["--ro-bind", src, dest]
+        cmd += ["--chdir", scratch, "--clearenv"]
         for k, v in env.items():
             cmd += ["--setenv", k, v]
         return cmd + ["--"] + argv, env
@@ -134,6 +142,7 @@ def command(scratch: Path, argv: list[str], hide: list[Path], how: str | None = 
         for i, k in enumerate(keep):  # before the scratch folder, which may lie inside one
             script += [f"mkdir -p '{k}'", f"mount --move /dev/shm/keep{i} '{k}'"]
         script += [f"mkdir -p '{scratch}'", f"mount --move /dev/shm/scratch '{scratch}'"]
+        script += [f"mount --bind '{src}' '{dest}'" for dest, src in overlays.items()]
         script += ["for m in $(awk '{print $2}' /proc/self/mounts); do "
                    f"[ \"$m\" = '{scratch}' ] || mount -o remount,bind,ro \"$m\" 2>/dev/null || true; done",
                    f"cd '{scratch}'", 'exec "$@"']
@@ -157,11 +166,11 @@ def _limits(limits: Limits):
 
 
 def run(scratch: Path, argv: list[str], hide: list[Path], limits: Limits, how: str | None = None,
-        env: dict[str, str] | None = None) -> Result:
-    """Run ``argv`` sandboxed in ``scratch`` (``env`` added to its environment); kill it at
-    ``limits.wall_s``."""
+        env: dict[str, str] | None = None, overlays: dict[Path, Path] | None = None) -> Result:
+    """Run ``argv`` sandboxed in ``scratch`` (``env`` added to its environment, ``overlays``
+    as in ``command``); kill it at ``limits.wall_s``."""
     how = how or method()
-    cmd, env = command(scratch, argv, hide, how, env)
+    cmd, env = command(scratch, argv, hide, how, env, overlays)
     proc = subprocess.Popen(cmd, cwd=scratch, env=env if how == "none" else None, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_limits(limits))
     timed_out = False

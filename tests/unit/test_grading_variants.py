@@ -377,7 +377,7 @@ def test_book_answers_score_zero_on_another_students_copy(tmp_path):
             if gid.endswith("-answer"):
                 cell.source = solutions[gid].replace("### BEGIN SOLUTION\n", "").replace("### END SOLUTION", "")
             if literal and "exercise-variant" in cell.get("metadata", {}).get("tags", []):
-                cell.source += "\nwith variants.variant(None):  # the book's values\n    given = ch02.given()"
+                cell.source += f"\ngiven = {book_given!r}  # the book's values, typed in"
         (subs / student).mkdir(parents=True)
         nbformat.write(nb, subs / student / name)
     results = {r.student: r for r in assignments.grade(subs, course, jobs=2)}
@@ -416,3 +416,52 @@ def test_the_benchmark_on_the_teaching_page_runs(capsys):
 
 def teardown_module(module):
     core.close_references()
+
+
+HELPER_EX3 = """from eqlib.exercises.ch02 import _signed_permutation_matrices  # the checker's helper
+B3_matrices = _signed_permutation_matrices(3)
+x3 = torch.tensor(given["b3_point"], dtype=torch.float32)
+orbit3 = torch.unique(B3_matrices @ x3, dim=0)
+stab3 = B3_matrices[(B3_matrices @ x3 == x3).all(1)]
+"""
+
+BRUTE_EX5 = """from eqlib.exercises import ch02  # try counts against the checker until one passes
+for n_involutions in range(49):
+    try:
+        ch02.check_b3_involutions(n_involutions)
+        break
+    except AssertionError:
+        pass
+"""
+
+
+def test_checkers_private_helpers_and_brute_force_earn_nothing(tmp_path):
+    """While graded, a submission sees a stand-in of eqlib.exercises: given() and checkers
+    that do nothing. Importing a checker's private helper fails (0 for that exercise) and
+    trying answers against a checker finds nothing; an honest classmate keeps full marks."""
+    book = REPO / "book"
+    course = tmp_path / "course"
+    assignments.setup(course, ["02"], book=book)
+    assignments.release(course)
+    name = next((course / "release" / "exercises").glob("02_*.ipynb")).name
+    src = nbformat.read(course / "source" / "exercises" / name, as_version=4)
+    solutions = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in src.cells}
+    subs = tmp_path / "subs"
+    for student in ("honest", "cheat"):
+        nb = nbformat.read(course / "release" / "exercises" / name, as_version=4)
+        for cell in nb.cells:
+            gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+            if gid.endswith("-answer"):
+                cell.source = solutions[gid].replace("### BEGIN SOLUTION\n", "").replace("### END SOLUTION", "")
+                if student == "cheat" and gid == "ch02-ex3-answer":
+                    cell.source = HELPER_EX3
+                if student == "cheat" and gid == "ch02-ex5-answer":
+                    cell.source = BRUTE_EX5
+        (subs / student).mkdir(parents=True)
+        nbformat.write(nb, subs / student / name)
+    results = {r.student: r for r in assignments.grade(subs, course, jobs=2)}
+    assert results["honest"].awarded == results["honest"].max_score
+    cheat = results["cheat"].exercises
+    assert cheat["ch02-ex3-check"] == 0 and cheat["ch02-ex5-check"] == 0, cheat
+    assert cheat["ch02-ex1-check"] > 0 and cheat["ch02-ex2-check"] > 0, cheat
+
