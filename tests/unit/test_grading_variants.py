@@ -465,3 +465,27 @@ def test_checkers_private_helpers_and_brute_force_earn_nothing(tmp_path):
     assert cheat["ch02-ex3-check"] == 0 and cheat["ch02-ex5-check"] == 0, cheat
     assert cheat["ch02-ex1-check"] > 0 and cheat["ch02-ex2-check"] > 0, cheat
 
+
+
+@pytest.mark.parametrize("how", ["bwrap", "unshare"])
+def test_the_sandbox_sees_the_standin_at_the_package_path(tmp_path, how):
+    """Both sandbox methods show the stand-in in place of eqlib/exercises: the same import
+    path, given() with the variant's numbers, no private helper, checkers that do nothing."""
+    from eqlib.assignments import sandbox, standin
+    from eqlib.exercises import ch02
+
+    if how == "bwrap" and not sandbox._works(["bwrap", "--unshare-all", "--ro-bind", "/", "/", "true"]):
+        pytest.skip("bubblewrap does not work here")
+    if how == "unshare" and not sandbox._works(["unshare", "--user", "--map-root-user", "--mount", "true"]):
+        pytest.skip("user namespaces do not work here")
+    v = variants.Variant("ada", "0123456789abcdef")
+    standin.write(tmp_path / "exercises", v)
+    code = ("import eqlib.exercises.ch02 as c, pathlib; pathlib.Path('out.txt').write_text(repr(("
+            "c.__file__, hasattr(c, '_signed_permutation_matrices'), c.given(), c.check_b3_involutions(3))))")
+    res = sandbox.run(tmp_path, [sys.executable, "-c", code], [], sandbox.Limits(wall_s=120, cpu_s=120), how, {},
+                      {standin.EXERCISES: tmp_path / "exercises"})
+    assert res.returncode == 0, res.stderr
+    path, helper, given, verdict = eval((tmp_path / "out.txt").read_text())
+    with variants.variant(v):
+        assert given == ch02.given()
+    assert path == str(standin.EXERCISES / "ch02.py") and helper is False and verdict is None
