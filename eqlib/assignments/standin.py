@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import importlib
 import shutil
+import threading
 from pathlib import Path
 
 import torch
@@ -27,6 +28,9 @@ import torch
 from ..exercises import variants
 
 EXERCISES = Path(__file__).resolve().parents[1] / "exercises"
+# variants.variant() sets one process-wide variant: students graded in parallel threads
+# must not draw their numbers under each other's
+_VARIANT_LOCK = threading.Lock()
 
 _INIT = '''"""Stand-in for the checkers while a submission is graded (eqlib.assignments.standin)."""
 import importlib
@@ -100,8 +104,9 @@ def write(folder: Path, variant: variants.Variant | None) -> Path:
         if "given" in names:
             body += _GIVEN.format(chapter=chapter)
             module = importlib.import_module(f"eqlib.exercises.{chapter}")
-            with variants.variant(variant):
-                torch.save(module.given(), folder / "_given" / f"{chapter}.pt")
+            with _VARIANT_LOCK, variants.variant(variant):
+                numbers = module.given()
+            torch.save(numbers, folder / "_given" / f"{chapter}.pt")
         body += "".join(f"{name} = _nothing\n" for name in names if name != "given")
         (folder / f"{chapter}.py").write_text(body)
     return folder

@@ -489,3 +489,29 @@ def test_the_sandbox_sees_the_standin_at_the_package_path(tmp_path, how):
     with variants.variant(v):
         assert given == ch02.given()
     assert path == str(standin.EXERCISES / "ch02.py") and helper is False and verdict is None
+
+
+def test_standins_written_in_parallel_keep_their_own_numbers(tmp_path):
+    """Students graded in parallel threads each get their own numbers in their stand-in
+    (the process-wide variant is taken under a lock)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from eqlib.assignments import standin
+
+    students = [variants.Variant(f"s{k}", "0123456789abcdef") for k in range(6)]
+
+    def numbers(k):
+        folder = standin.write(tmp_path / f"ex{k}", students[k])
+        return torch.load(folder / "_given" / "ch02.pt", weights_only=True)
+
+    with ThreadPoolExecutor(3) as pool:
+        got = list(pool.map(numbers, range(len(students))))
+    for v, g in zip(students, got):
+        with variants.variant(v):
+            assert g == ch02_given(), v
+
+
+def ch02_given():
+    from eqlib.exercises import ch02
+
+    return ch02.given()
