@@ -55,11 +55,11 @@ __all__ = ["HypothesisSettings", "BUDGETS", "settings", "HYPOTHESES", "hypothese
            "stability_verdict", "structure_verdict", "where_verdict", "pairing_hypotheses", "hypotheses_text",
            "main", "EXPERIMENT"]
 
-#: the criterion of the picture (issue 25): on every seed (at least 3), at least
-#: ``categorised`` of the first 64 filters in a signed-permutation category, at least
-#: ``pairs`` of them in mirrored or negated mirrored pairs, and a non-degenerate layer
-#: (median ``|cos|`` between two filters, the search's ``filter_similarity``, below
-#: ``HypothesisSettings.similarity_max``)
+#: A protocol shows the picture when on every seed (at least 3) at least ``categorised``
+#: of the first 64 filters fall in a signed-permutation category, at least ``pairs`` of
+#: them in mirrored or negated mirrored pairs, and the layer is not degenerate (median
+#: absolute cosine between two filters, the search's ``filter_similarity``, below
+#: ``HypothesisSettings.similarity_max``).
 PICTURE = {"categorised": 32, "pairs": 8, "seeds": 3}
 
 
