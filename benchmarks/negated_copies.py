@@ -56,9 +56,7 @@ def describe(label: str, weight, bias, thresholds: list[float], outgoing=None) -
                                                if res.count else None),
                          "biases_same_sign": same_sign}
         if outgoing is not None and res.count:
-            a = outgoing.detach().double()
-            ai, aj = a[:, res.pairs[:, 0]], a[:, res.pairs[:, 1]]
-            cos = (-(ai * aj).sum(0) / (ai.norm(dim=0) * aj.norm(dim=0)).clamp_min(1e-300)).numpy()
+            cos = res.outgoing_cosines(outgoing)
             out[f"{t:g}"]["outgoing_cos_median"] = float(np.median(cos))
             out[f"{t:g}"]["outgoing_cos_max"] = float(cos.max())
             print(f"{label:28s} t={t:.2f}: outgoing cos(a_i, -a_j) median {np.median(cos):.2f}, max {cos.max():.2f}")

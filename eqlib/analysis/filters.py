@@ -207,6 +207,25 @@ class NegatedCopies:
         return {"negated pairs": int(inside.sum()), "rows in pairs": 2 * int(inside.sum()),
                 "non-reciprocal": int(self.non_reciprocal[:n].sum())}
 
+    def outgoing_cosines(self, next_weight: torch.Tensor) -> np.ndarray:
+        """cos(a_i, −a_j) for each pair (i, j), with a_i the column of ``next_weight``
+        (the next layer's weight, (m, n)) that unit i feeds: 1 for a bypass pair, whose
+        outgoing weights are opposite.
+
+        Raises:
+            ValueError: ``next_weight`` not 2-d with one column per row of the layer.
+
+        Chapter: *Reproducing the CIFAR-10 experiment*.
+        """
+        check_tensor("next_weight", next_weight, ndim=2, dtype="real", finite=True)
+        if next_weight.shape[1] != self.n_rows:
+            raise ValueError(f"next_weight must have {self.n_rows} columns (one per unit), got shape "
+                             f"{tuple(next_weight.shape)}")
+        a = next_weight.detach().double().cpu()
+        pairs = torch.as_tensor(self.pairs, dtype=torch.long).reshape(-1, 2)
+        ai, aj = a[:, pairs[:, 0]], a[:, pairs[:, 1]]
+        return (-(ai * aj).sum(0) / (ai.norm(dim=0) * aj.norm(dim=0)).clamp_min(1e-300)).numpy()
+
 
 def negated_copies(weight: torch.Tensor, bias: torch.Tensor | None = None, *,
                    threshold: float = 0.8) -> NegatedCopies:

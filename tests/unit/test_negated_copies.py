@@ -174,3 +174,18 @@ def test_bad_inputs_name_the_argument():
             negated_copies(W, threshold=bad)
     with pytest.raises(TypeError):
         negated_copies(W, None, 0.8)  # threshold is keyword-only
+
+
+def test_outgoing_cosines_are_one_for_a_bypass_pair_and_check_the_shape():
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(3, 20, generator=g)
+    W = torch.cat([w, -w[:1]])                       # row 3 negates row 0
+    res = negated_copies(W)
+    a = torch.randn(5, 4, generator=g)
+    a[:, 3] = -a[:, 0]                               # opposite outgoing columns: a bypass pair
+    assert res.pairs.tolist() == [[0, 3]]
+    assert np.allclose(res.outgoing_cosines(a), [1.0])
+    a[:, 3] = a[:, 0]
+    assert np.allclose(res.outgoing_cosines(a), [-1.0])
+    with pytest.raises(ValueError, match="4 columns"):
+        res.outgoing_cosines(torch.randn(5, 3))
