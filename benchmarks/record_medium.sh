@@ -10,8 +10,9 @@
 #
 # can be killed at any moment (Ctrl-C, logout, reboot) and started again with the same command:
 # finished networks are loaded, never retrained, and the network in progress resumes from its
-# last finished epoch with the weights of an uninterrupted run. Only the barrier measurements
-# after the training (minutes) start over. A second copy started while one runs exits at once
+# last finished epoch with the weights of an uninterrupted run. The barrier measurements after
+# the training (hours at nice 19 on a shared CPU) resume merge by merge: every finished merge is
+# cached ($EQLIB_CACHE/results) and logged with its seconds. A second copy started while one runs exits at once
 # (a lock file in the cache). The JSON is written at the very end (through a temporary folder,
 # moved in at once), so an interrupted run never leaves a partial record.
 #

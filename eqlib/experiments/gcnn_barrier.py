@@ -175,6 +175,15 @@ def _store_cached(path: Path, results: dict[str, Any]) -> None:
                   "they will be recomputed next time")
 
 
+def _cache_path(name: str) -> Path | None:
+    """``name`` in the results cache, or None (with one warning) where there is none."""
+    try:
+        return cache_dir("results") / name
+    except OSError as exc:
+        warn_once("gcnn-cache-dir", f"no results cache ({exc}); computing without one")
+        return None
+
+
 def _fingerprint(networks, data) -> str:
     """The identity of a run's inputs: every network's parameters and buffers and every
     merge and test image and label, hashed byte for byte (:func:`eqlib.io.content_hash`)."""
@@ -188,7 +197,7 @@ def _fingerprint(networks, data) -> str:
 
 def run_experiment(budget: str | BarrierBudget | None = None, *, device=None, data_root: str | None = None,
                    progress: bool = False, curves: bool = True, networks=None, data=None,
-                   cache: bool = True) -> dict[str, Any]:
+                   cache: bool = True, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train every variant, measure every self-flip and two-network barrier, and summarise.
 
     Args:
@@ -200,7 +209,9 @@ def run_experiment(budget: str | BarrierBudget | None = None, *, device=None, da
             of every variant at the main width.
         networks, data: reuse :func:`train_networks` / :func:`load_merge_data` outputs.
         cache: keep the results as JSON under ``cache_dir("results")``, keyed by the budget,
-            the networks' weights and the data, and reuse them (``from_cache`` is then True).
+            the networks' weights and the data, and reuse them (``from_cache`` is then True);
+            each merge is cached on its own too, so an interrupted run resumes merge by merge.
+        log: called with one line per merge measured (its seconds), e.g. ``print``.
 
     Returns:
         A JSON-serialisable dict: ``budget``, ``cells`` (one per "variant@width" with the
@@ -219,24 +230,42 @@ def run_experiment(budget: str | BarrierBudget | None = None, *, device=None, da
         networks = train_networks(b, train_data, device=dev, progress=progress)
     key = config_hash({"budget": asdict(b), "curves": curves, "version": _RESULTS_VERSION,
                        "inputs": _fingerprint(networks, data)})
-    path = None
-    if cache:
-        try:
-            path = cache_dir("results") / f"gcnn_barrier-{key}.json"
-        except OSError as exc:
-            warn_once("gcnn-cache-dir", f"no results cache ({exc}); computing without one")
+    path = _cache_path(f"gcnn_barrier-{key}.json") if cache else None
     if path is not None:
         results = _load_cached(path)
         if results is not None:
             results["from_cache"] = True
             return results
     cells = {}
+    data_id = {"match": content_hash(merge_data.match), "test_images": content_hash(merge_data.test_images),
+               "test_labels": content_hash(merge_data.test_labels)}
     for (variant, w), nets in networks.items():
         nets = [n.to(dev).eval() for n in nets]
         md = MergeData(merge_data.match.to(dev), merge_data.test_images, merge_data.test_labels)
         curve = curves and w == b.widths[0]
-        selfs = [gcnn_barrier(n, md, b.alphas if (curve and i == 0) else None) for i, n in enumerate(nets)]
-        pairs = [merge_barrier(nets[i], nets[j], md, b.alphas if (curve and (i, j) == (0, 1)) else None)
+        net_ids = [{k: content_hash(t) for k, t in n.state_dict().items()} for n in nets]
+
+        def measured(name, idx, alphas, fn):
+            # one merge, cached on its own (so an interrupted run resumes merge by merge)
+            merge_key = config_hash({"budget": asdict(b), "version": _RESULTS_VERSION, "merge": name,
+                                     "alphas": alphas, "nets": [net_ids[i] for i in idx], "data": data_id})
+            merge_path = _cache_path(f"gcnn_merge-{merge_key}.json") if cache else None
+            found = _load_cached(merge_path) if merge_path is not None else None
+            if found is not None:
+                return found
+            t_merge = time.perf_counter()
+            report = fn(*[nets[i] for i in idx], md, alphas)
+            if merge_path is not None:
+                _store_cached(merge_path, report)
+            if log is not None:
+                log(f"{variant}@{w:g} {name} {'-'.join(map(str, idx))}: measured in "
+                    f"{time.perf_counter() - t_merge:.0f} s")
+            return report
+
+        selfs = [measured("self_flip", (i,), b.alphas if (curve and i == 0) else None, gcnn_barrier)
+                 for i in range(len(nets))]
+        pairs = [measured("two_network", (i, j), b.alphas if (curve and (i, j) == (0, 1)) else None,
+                          merge_barrier)
                  for i, j in itertools.combinations(range(len(nets)), 2)]
         cells[f"{variant}@{w:g}"] = {"variant": variant, "width": w, "self_flip": selfs, "two_network": pairs,
                                      "summary": summarize(selfs, pairs)}
@@ -332,7 +361,8 @@ def _run(b: BarrierBudget, out: Path, options: protocol.RunOptions) -> dict[str,
     networks = train_networks(b, data[0], device=default_device(options.device), progress=options.progress,
                               log=lambda line: print(line, flush=True),
                               test_data=(data[1].test_images, data[1].test_labels))
-    results = run_experiment(b, device=options.device, networks=networks, data=data)
+    results = run_experiment(b, device=options.device, networks=networks, data=data,
+                             log=lambda line: print(line, flush=True))
     results["budget_name"] = name
     results["settings"] = protocol.settings_dict(b)
     results["seeds"] = list(network_seeds(b))

@@ -1,5 +1,6 @@
 """The GCNN-barrier pipeline on untrained networks (no data set, no training)."""
 import copy
+import json
 
 import pytest
 import torch
@@ -440,6 +441,40 @@ def test_medium_training_resumes_after_a_kill_and_never_retrains(tmp_path, monke
             assert all(torch.equal(ref_state[k], state[k]) for k in ref_state), key
     _, lines = run("b")  # everything finished: nothing is trained again
     assert lines and all(line.endswith("loaded from the cache") for line in lines)
+
+
+def test_barrier_measurements_resume_merge_by_merge(tmp_path, monkeypatch):
+    """Killed in the middle of the barrier measurements, a rerun measures only the merges not
+    yet finished (each merge is cached on its own), and gives the uninterrupted results."""
+    b = gb.replace(gb.BUDGETS["medium"], config=(4, "M", 6, "M"), widths=(1.0,), variants=("plain",),
+                   seeds=(0, 1, 2), n_train=32, n_match=8, n_test=8, alphas=(0.0, 0.5, 1.0),
+                   train=gb.BUDGETS["medium"].train.replace(epochs=1, batch_size=16))
+    gen = torch.Generator().manual_seed(0)
+    images = torch.rand(24, 3, 32, 32, generator=gen)
+    data = (None, gb.MergeData(images[:8], images[8:16], torch.randint(0, 10, (8,), generator=gen)))
+    networks = {("plain", 1.0): [gb.build_network("plain", 1.0, s, b) for s in (0, 1, 2)]}
+    monkeypatch.setenv("EQLIB_CACHE", str(tmp_path / "ref"))
+    reference = gb.run_experiment(b, device="cpu", networks=networks, data=data)
+    monkeypatch.setenv("EQLIB_CACHE", str(tmp_path / "run"))
+
+    def run():
+        lines = []
+
+        def log(line):
+            lines.append(line)
+            if len(lines) == 4:  # killed after the 3 self-flips and one two-network merge
+                raise _Killed
+        try:
+            return gb.run_experiment(b, device="cpu", networks=networks, data=data, log=log), lines
+        except _Killed:
+            return None, lines
+    _, lines = run()
+    assert [line.split(":")[0] for line in lines] == [
+        "plain@1 self_flip 0", "plain@1 self_flip 1", "plain@1 self_flip 2", "plain@1 two_network 0-1"]
+    results, lines = run()
+    assert [line.split(":")[0] for line in lines] == ["plain@1 two_network 0-2", "plain@1 two_network 1-2"]
+    for key in ("cells", "claims"):
+        assert json.dumps(results[key], sort_keys=True) == json.dumps(reference[key], sort_keys=True)
 
 
 def test_record_medium_script_runs_the_medium_budget_niced_logged_and_locked(tmp_path):
