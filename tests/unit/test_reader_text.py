@@ -62,3 +62,16 @@ def test_no_docstring_shows_a_traceback():
     found = [str(p.relative_to(ROOT)) for p in (ROOT / "eqlib").rglob("*.py")
              if "Traceback (most recent call last)" in p.read_text()]
     assert not found, found
+
+
+def test_course_map_names_every_page_of_the_book():
+    """The front page's "Map of the course" links every page of the table of contents."""
+    import yaml
+    repo = Path(__file__).resolve().parents[2]
+    toc = yaml.safe_load((repo / "_toc.yml").read_text())
+    pages = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    index = (repo / "book" / "index.md").read_text()
+    course_map = index.split("## Map of the course", 1)[1].split("\n## ", 1)[0]
+    linked = set(re.findall(r"\{doc\}`/?([^`<]+?)`", course_map))
+    missing = [p for p in pages if p not in linked]
+    assert not missing, f"the course map on book/index.md misses {missing}"
