@@ -101,7 +101,8 @@ def train(model: nn.Module, data: tuple[torch.Tensor, torch.Tensor | None], conf
             ``f`` runs after every optimizer step (``step`` counts from 0; its name goes in
             ``config.after_step``), ``g`` after every epoch (after the checkpoint).
         device: where to train (default :func:`eqlib.device.default_device`).
-        progress: show a ``tqdm.auto`` bar with loss and samples/s.
+        progress: show a ``tqdm.auto`` bar with loss and samples/s, kept when done (a hidden
+            bar would be stored as an empty box in an executed notebook).
         checkpoints: a file path; every ``checkpoint_every`` epochs the full state
             (weights, optimizer, random generator, history) is saved there atomically
             with the run's identity (a content hash of the initial weights, the data,
@@ -162,7 +163,7 @@ def train(model: nn.Module, data: tuple[torch.Tensor, torch.Tensor | None], conf
     if progress:
         from tqdm.auto import tqdm
         run.bar = tqdm(total=run.total_steps, initial=start_epoch * run.steps_per_epoch,
-                       desc=f"train {config.task}", unit="step", leave=False, mininterval=_PROGRESS_SECONDS)
+                       desc=f"train {config.task}", unit="step", leave=True, mininterval=_PROGRESS_SECONDS)
     model.train()
     for epoch in range(start_epoch, config.epochs):
         s, pw, lr, seconds = run.epoch(model, epoch)
