@@ -81,12 +81,10 @@ def paired_latents(model: nn.Module, y: torch.Tensor, layers: Sequence[int], axe
     out: dict[tuple[int, str | None], list[torch.Tensor]] = {}
     for s0 in range(0, len(y), chunk):
         yb = y[s0:s0 + chunk].to(dev)
-        batch = torch.cat([yb] + [mirror_images(yb, ax) for ax in axes])
-        lat = model.latents(batch, upto=upto)
-        for i in layers:
-            parts = lat[i - 1].chunk(1 + len(axes))
-            for key, part in zip([None, *axes], parts):
-                out.setdefault((i, key), []).append(part)
+        for key in [None, *axes]:  # one copy of the chunk at a time (not all of them concatenated)
+            lat = model.latents(yb if key is None else mirror_images(yb, key), upto=upto)
+            for i in layers:
+                out.setdefault((i, key), []).append(lat[i - 1])
     return {k: torch.cat(v) for k, v in out.items()}
 
 
@@ -101,10 +99,33 @@ def input_spectrum(images: torch.Tensor, max_images: int = 10_000) -> tuple[torc
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     max_images = check_int("max_images", max_images, 1)
-    X = prepare_images(_nonempty(images)[:max_images]).flatten(1).double()
-    X = X - X.mean(0)
-    evals, evecs = torch.linalg.eigh(X.T @ X / max(1, len(X) - 1))
+    evals, evecs = torch.linalg.eigh(_covariance(_nonempty(images)[:max_images]))
     return evals.float(), evecs.float()
+
+
+def _covariance(images: torch.Tensor, axis: str | None = None, block: int = 1000) -> torch.Tensor:
+    """The covariance (d, d), float64, of uint8 ``images`` normalised and flattened as the
+    networks see them, pooled with their mirror images (``axis``) when given. Accumulated
+    over blocks of ``block`` images (never a float copy of them all: the peak memory is the
+    d×d matrices); the mirror's part is the images' second moment with rows and columns
+    permuted (exact: the mirror permutes coordinates). Divides by (pooled count − 1)."""
+    n, shape = len(images), tuple(images.shape[1:])
+    d = math.prod(shape)
+    second = torch.zeros(d, d, dtype=torch.float64)
+    total = torch.zeros(d, dtype=torch.float64)
+    for i in range(0, n, block):
+        xb = prepare_images(images[i:i + block]).flatten(1).double()
+        second.addmm_(xb.T, xb)
+        total += xb.sum(0)
+    count = n
+    if axis is not None:  # (m x)_j = x_{idx[j]}: sum (m x)(m x)^T = S[idx][:, idx]
+        idx = mirror_images(torch.arange(d, dtype=torch.float64).reshape(1, *shape), axis).flatten().long()
+        second += second[idx][:, idx]
+        total += total[idx]
+        count = 2 * n
+    mean = total / count
+    second.addr_(mean, mean, alpha=-count)  # sum of (x - mean)(x - mean)^T
+    return second.div_(max(1, count - 1))
 
 
 def _nonempty(images: torch.Tensor) -> torch.Tensor:
@@ -148,10 +169,9 @@ def mirror_symmetric_spectrum(images: torch.Tensor, axis: str = "horizontal",
     Chapter: *Reproducing the CIFAR-10 experiment*.
     """
     max_images = check_int("max_images", max_images, 1)
-    P = prepare_images(_nonempty(images)[:max_images])
-    X = torch.cat([P, mirror_images(P, axis)]).flatten(1).double()  # any image size (not only 32x32)
-    X = X - X.mean(0)
-    evals, evecs = torch.linalg.eigh(X.T @ X / max(1, len(X) - 1))
+    if axis not in AXES:
+        raise ValueError(f"axis must be one of {AXES}, got {axis!r}")
+    evals, evecs = torch.linalg.eigh(_covariance(_nonempty(images)[:max_images], axis))  # any image size
     return evals.float(), evecs.float()
 
 
