@@ -41,36 +41,64 @@ PAPER_TABLE: dict[tuple[str, int, str], dict[str, float]] = {
 }
 
 
-def html_table(header: Sequence[str], rows: Sequence[Sequence[object]],
+def html_table(header: Sequence[str | tuple[str, str]], rows: Sequence[Sequence[object]],
                align_right_from: int = 1) -> str:
     """An HTML ``<table>`` (escaped text; columns from ``align_right_from`` on are right
     aligned, for numbers). Chapters display it with ``IPython.display.HTML``; it wraps
     to the page width where a text table would be cut.
 
+    A header entry may be a pair ``(group, label)``: neighbouring columns of one group share
+    a heading above their own labels (a second header row), so one quantity measured several
+    ways gets one column per way instead of several numbers in one cell.
+
     Raises:
         ValueError: if a row does not have one cell per header column.
+        TypeError: if a header entry is neither a string nor a pair of strings.
 
     Chapters: *ReLU CNNs and GCNNs* (book/part3/10_relu_cnns_gcnns) and *Reproducing the
     CIFAR-10 experiment* (book/part3/11_cifar_mlp).
     """
-    header = [str(h) for h in check_sequence("header", header)]
+    cols: list[tuple[str | None, str]] = []
+    for i, h in enumerate(check_sequence("header", header)):
+        if isinstance(h, tuple):
+            if len(h) != 2 or not all(isinstance(x, str) for x in h):
+                raise TypeError(f"header[{i}] must be a string or a (group, label) pair of strings, got {h!r}")
+            cols.append((h[0], h[1]))
+        else:
+            cols.append((None, str(h)))
     rows = check_sequence("rows", rows)
     check_int("align_right_from", align_right_from, 0)
-    bad = [i for i, r in enumerate(rows) if len(r) != len(header)]
+    bad = [i for i, r in enumerate(rows) if len(r) != len(cols)]
     if bad:
-        raise ValueError(f"rows {bad} do not have {len(header)} cells (the header's length)")
+        raise ValueError(f"rows {bad} do not have {len(cols)} cells (the header's length)")
 
-    def cell(tag: str, i: int, value: object) -> str:
-        align = "right" if i >= align_right_from else "left"
+    def cell(tag: str, i: int, value: object, extra: str = "", align: str | None = None) -> str:
+        align = align or ("right" if i >= align_right_from else "left")
         # a number and its "± spread" never split across lines
         text = html.escape(str(value)).replace(" ± ", "\u00a0±\u00a0")
-        return f'<{tag} style="text-align:{align};padding:0.1em 0.5em">{text}</{tag}>'
+        return f'<{tag}{extra} style="text-align:{align};padding:0.1em 0.5em">{text}</{tag}>'
 
-    head = "".join(cell("th", i, h) for i, h in enumerate(header))
+    if any(g is not None for g, _ in cols):
+        top, sub, i = [], [], 0
+        while i < len(cols):
+            group, label = cols[i]
+            if group is None:
+                top.append(cell("th", i, label, ' rowspan="2"'))
+                i += 1
+                continue
+            j = i
+            while j < len(cols) and cols[j][0] == group:
+                sub.append(cell("th", j, cols[j][1]))
+                j += 1
+            top.append(cell("th", i, group, f' colspan="{j - i}"', align="center"))
+            i = j
+        head = f"<tr>{''.join(top)}</tr><tr>{''.join(sub)}</tr>"
+    else:
+        head = "<tr>" + "".join(cell("th", i, label) for i, (_, label) in enumerate(cols)) + "</tr>"
     body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>"
                    for r in rows)
     return (f'<table class="eqlib-table" style="font-size:0.85em">'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            f"<thead>{head}</thead><tbody>{body}</tbody></table>")
 
 
 def equivariance_table(models: dict[str, nn.Module], s: Any, train: CIFAR10, test: CIFAR10,

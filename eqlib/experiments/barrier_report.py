@@ -34,7 +34,9 @@ def summary_table(results: dict[str, Any], spread: str = "std") -> tuple[list[st
             mean [min, max] over the networks (pairs).
 
     Returns:
-        ``(header, rows)`` of strings; :func:`summary_table_html` renders them.
+        ``(header, rows)`` of strings, one value per cell; a header ``"group: label"`` is a
+        column of a group (``"GCNN barrier (ppt): BN reset"``), which
+        :func:`summary_table_html` puts under one heading.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
@@ -58,24 +60,25 @@ def summary_table(results: dict[str, Any], spread: str = "std") -> tuple[list[st
 
     has_loss = any("loss_barrier" in c["summary"]["self_flip"] for c in results["cells"].values())
     has_scaled = any("filter_distance_min_mean" in c["summary"]["self_flip"] for c in results["cells"].values())
-    header = ["variant @ width", "test acc. (%)", "GCNN barrier: interp. / BN reset / REPAIR",
-              "two-network: interp. / BN reset / REPAIR"]
+    ways = ("interp.", "BN reset", "REPAIR")
+    groups = ["GCNN barrier (ppt)", "two-network barrier (ppt)"]
     if has_loss:
-        header += ["GCNN loss barrier: interp. / BN reset / REPAIR", "two-network loss barrier"]
-    header += ["filter distance d"] + (["scale-inv. d̂ (matched / min)"] if has_scaled else []) + [
+        groups += ["GCNN loss barrier (nats)", "two-network loss barrier (nats)"]
+    header = ["variant @ width", "test acc. (%)"] + [f"{g}: {w}" for g in groups for w in ways]
+    header += ["filter distance d"] + (["scale-inv. d̂: matched", "scale-inv. d̂: min"] if has_scaled else []) + [
         "π distance from involution", "invariance error θ → midpoint"]
     rows = []
     for key, cell in results["cells"].items():
         s = cell["summary"]
         sf, tn = s["self_flip"], s.get("two_network")
-        row = [key, fmt(sf["acc_a"]), " / ".join(fmt(sf[k]) for k in _KINDS),
-               " / ".join(fmt(tn[k]) for k in _KINDS) if tn else "–"]
+        row = [key, fmt(sf["acc_a"])] + [fmt(sf[k]) for k in _KINDS] + (
+            [fmt(tn[k]) for k in _KINDS] if tn else ["–"] * 3)
         if has_loss:
-            row += [" / ".join(lfmt(sf["loss_" + k]) for k in _KINDS) if "loss_barrier" in sf else "–",
-                    " / ".join(lfmt(tn["loss_" + k]) for k in _KINDS) if tn and "loss_barrier" in tn else "–"]
+            row += [lfmt(sf["loss_" + k]) for k in _KINDS] if "loss_barrier" in sf else ["–"] * 3
+            row += [lfmt(tn["loss_" + k]) for k in _KINDS] if tn and "loss_barrier" in tn else ["–"] * 3
         row += [fmt2(sf.get("filter_distance_mean"))]
         if has_scaled:
-            row += [f"{fmt2(sf.get('filter_distance_scaled_mean'))} / {fmt2(sf.get('filter_distance_min_mean'))}"]
+            row += [fmt2(sf.get("filter_distance_scaled_mean")), fmt2(sf.get("filter_distance_min_mean"))]
         row += [f"{sf['involution_distance_mean']['mean']:.3f}",
                 f"{sf['invariance_a']['mean']:.3f} → {sf['invariance_mid_reset']['mean']:.1e}"]
         rows.append(row)
@@ -83,12 +86,15 @@ def summary_table(results: dict[str, Any], spread: str = "std") -> tuple[list[st
 
 
 def summary_table_html(results: dict[str, Any], spread: str = "std") -> str:
-    """:func:`summary_table` as an HTML ``<table>`` (display it with ``IPython.display.HTML``).
+    """:func:`summary_table` as an HTML ``<table>`` (display it with ``IPython.display.HTML``),
+    one column per measurement: a barrier's three columns (interpolated statistics, BN reset,
+    REPAIR) sit under one heading.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
     header, rows = summary_table(results, spread)
-    return html_table(header, rows)
+    # "GCNN barrier (ppt): interp." → the group "GCNN barrier (ppt)" over the column "interp."
+    return html_table([tuple(h.split(": ", 1)) if ": " in h else h for h in header], rows)
 
 
 def _figures(results: dict[str, Any], stem: str) -> dict[str, Any]:

@@ -98,12 +98,19 @@ def test_summary_table_is_an_html_table():
     results = {"cells": {"plain@1": {"summary": gb.summarize(sf, [])}}}
     header, rows = gb.summary_table(results)
     assert len(rows) == 1 and len(rows[0]) == len(header) and rows[0][0] == "plain@1"
-    assert rows[0][2] == "1.5 ± 0.7 / 0.8 ± 0.4 / 0.4 ± 0.2"  # sample std
+    assert rows[0][2:5] == ["1.5 ± 0.7", "0.8 ± 0.4", "0.4 ± 0.2"]  # sample std, one value per cell
+    assert header[2:5] == ["GCNN barrier (ppt): interp.", "GCNN barrier (ppt): BN reset", "GCNN barrier (ppt): REPAIR"]
     html = gb.summary_table_html(results)
-    assert html.startswith("<table") and html.count("<tr>") == 2 and "|" not in html
+    # two header rows (groups over their columns) and one row per cell
+    assert html.startswith("<table") and html.count("<tr>") == 3 and "|" not in html
+    assert 'colspan="3"' in html and ">GCNN barrier (ppt)<" in html and ">BN reset<" in html
+    assert html.split("<tbody>")[1].count("<td") == len(header)
+    assert not any(" / " in cell for cell in rows[0][1:-1])
+    from eqlib.experiments import html_table
     with pytest.raises(ValueError, match="cells"):
-        from eqlib.experiments import html_table
         html_table(["a", "b"], [["only one"]])
+    with pytest.raises(TypeError, match=r"header\[1\]"):
+        html_table(["a", ("g", "b", "c")], [[1, 2]])
 
 
 def test_endpoints_are_bn_reset_like_the_midpoint(data):
@@ -215,8 +222,8 @@ def test_summary_table_range_spread():
            "involution_distance_mean": 0.0, "invariance_a": 0.3, "invariance_mid_reset": 1e-4,
            "filter_distance_mean": b / 4} for b in (1.0, 2.0, 3.0)]
     header, rows = gb.summary_table({"cells": {"plain@1": {"summary": gb.summarize(sf, [])}}}, spread="range")
-    assert rows[0][2].startswith("2.0 [1.0, 3.0] / 1.0 [0.5, 1.5]")
-    assert rows[0][4] == "0.50 [0.25, 0.75]"
+    assert rows[0][2:4] == ["2.0 [1.0, 3.0]", "1.0 [0.5, 1.5]"]
+    assert rows[0][header.index("filter distance d")] == "0.50 [0.25, 0.75]"
     with pytest.raises(ValueError, match="spread"):
         gb.summary_table({"cells": {}}, spread="iqr")
 
