@@ -4,7 +4,7 @@
 (with the course's macros), a figure, a proof directive, an exercise, a citation, a
 glossary term, an ipywidgets control (through ``interactive_figure``) and a
 kernel-free ``frames_player``; ``bad`` has the defects the checks must catch (raw TeX,
-a missing image, a broken link and a broken anchor).
+a missing image, a broken link and a broken anchor, content wider than the column).
 """
 from __future__ import annotations
 
@@ -30,6 +30,10 @@ GOOD_CELLS = [
     ("code", "from eqlib.widgets.jsplayer import frames_player\n"
              "frames = [np.full((8, 8), v) for v in (0.0, 0.5, 1.0)]\n"
              "_ = frames_player(frames, labels=['dark', 'grey', 'light'], title='Brightness', width=64)"),
+    # the longest code line the course allows (88 characters) and a long printed line: both
+    # fit the column (code at a smaller size, output wrapped)
+    ("code", "values = {'a': 1}\nprint(" + repr("x" * 71) + ", values)\n"
+             "print(' '.join(f'item{i:03d}' for i in range(40)))"),
     ("markdown", "## Exercises\n\n```{exercise}\n:label: good-ex1\n\nCompute $1 + 1$.\n```\n\n"
                  "```{solution} good-ex1\n:class: dropdown\n\nIt is $2$.\n```"),
 ]
@@ -40,6 +44,7 @@ BAD_MD = """# Bad page
 <p>Raw TeX that nothing typesets: \\(x^2\\).</p>
 <img src="missing.png" alt="missing">
 <p><a href="nowhere.html">a broken link</a> and <a href="good.html#no-such-anchor">a broken anchor</a>.</p>
+<p style="width:2400px">A paragraph wider than the text column.</p>
 ```
 """
 

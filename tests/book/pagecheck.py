@@ -129,6 +129,25 @@ async () => {
     hrefs: Array.from(document.querySelectorAll("a[href]")).map(a => a.getAttribute("href")),
     players: document.querySelectorAll(".eqlib-player").length,
     rawDirectives: (text.match(/```\{|\{(prf:)?[a-z]+\}`|:label:|:class: dropdown/g) || []).slice(0, 5),
+    // code and printed output that need a horizontal scroll bar, and anything that sticks
+    // out of the text column (more than 2 px: glyph overhangs; display math wider than the
+    // column scrolls inside its own box)
+    overflowing: (() => {
+      const art = document.querySelector("article.bd-article") || main;
+      const right = art.getBoundingClientRect().right;
+      const what = e => `${e.tagName.toLowerCase()} (${(e.innerText || "").trim().slice(0, 60).replace(/\s+/g, " ")})`;
+      const scrolled = Array.from(art.querySelectorAll(
+          "div.cell_input pre, div.cell_output pre"))
+        .filter(e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2)
+        .map(e => `${what(e)} needs a scroll bar: ${e.scrollWidth} px in ${e.clientWidth}`);
+      const clipsX = e => { for (let a = e; a && a !== art; a = a.parentElement) {
+          if (["auto", "scroll", "hidden"].includes(getComputedStyle(a).overflowX)) return true; }
+          return false; };
+      const outside = Array.from(art.querySelectorAll("p, li, pre, table, img, mjx-container, .cell_output > *"))
+        .filter(e => e.getBoundingClientRect().right > right + 2 && !clipsX(e.parentElement))
+        .map(e => `${what(e)} runs ${Math.round(e.getBoundingClientRect().right - right)} px off the column`);
+      return scrolled.concat(outside).slice(0, 8);
+    })(),
   };
 }
 """
@@ -159,7 +178,8 @@ def check_page(context, origin: str, html_root: Path, page_rel: str,
     127.0.0.1, math typeset (no raw TeX in the visible text, MathJax containers where
     the page has math, no MathJax error such as an undefined macro), every image loaded,
     no cell error output, widgets rendered, frames players respond, no raw directive
-    text, every local link and anchor resolves.
+    text, no code or output wider than the text column and nothing sticking out of it, every
+    local link and anchor resolves.
     """
     problems: list[str] = []
     page = context.new_page()
@@ -188,6 +208,8 @@ def check_page(context, origin: str, html_root: Path, page_rel: str,
         problems.append(f"{facts['views']} widget views but only {facts['renderedWidgets']} rendered (blank widgets)")
     if facts["rawDirectives"]:
         problems.append(f"unrendered directive text: {facts['rawDirectives']}")
+    if facts["overflowing"]:
+        problems.append(f"content wider than the text column: {facts['overflowing']}")
     if facts["players"]:
         for i, p in enumerate(page.evaluate(_PLAYER_JS)):
             if p["n"] > 1 and not p["changed"]:

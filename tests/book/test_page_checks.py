@@ -58,5 +58,6 @@ def test_browser_checks_on_fixture(fixture_html, tmp_path):
     assert good_facts["views"] == 1 and good_facts["renderedWidgets"] >= 1 and good_facts["players"] == 1
     assert (tmp_path / "good.png").stat().st_size > 10_000
     joined = "\n".join(bad)
-    for expected in ("raw TeX", "images that did not load", "broken link 'nowhere.html'", "broken anchor", "HTTP 404"):
+    for expected in ("raw TeX", "images that did not load", "broken link 'nowhere.html'", "broken anchor", "HTTP 404",
+                     "wider than the text column"):
         assert expected in joined, f"the checks missed {expected!r} on the bad page:\n{joined}"
