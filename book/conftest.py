@@ -18,11 +18,7 @@ CHAPTER_PEAK_LIMIT = 1.5 * 2**30  # bytes
 
 #: Chapters still over the limit (from an empty model cache, as CI runs them), each with its
 #: own bound and the reason; the set should only shrink.
-PEAK_PENDING: dict[str, tuple[float, str]] = {
-    "11_cifar_mlp.ipynb": (1.7 * 2**30, "measured 1.56 GiB from an empty model cache (2026-12-02, was 1.84): "
-                           "about 1.4 GiB stays resident after the attention cell (it adds about 0.2 GiB), "
-                           "and the search-spectrum cell adds 0.2 GiB on top; under Binder's 2 GB, not 1.5 GiB yet"),
-}
+PEAK_PENDING: dict[str, tuple[float, str]] = {}
 
 
 def _kernel_pid(collector) -> int | None:

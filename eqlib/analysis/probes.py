@@ -120,7 +120,7 @@ def _covariance(images: torch.Tensor, axis: str | None = None, block: int = 1000
     count = n
     if axis is not None:  # (m x)_j = x_{idx[j]}: sum (m x)(m x)^T = S[idx][:, idx]
         idx = mirror_images(torch.arange(d, dtype=torch.float64).reshape(1, *shape), axis).flatten().long()
-        second += second[idx][:, idx]
+        second += second[idx[:, None], idx]  # one d×d temporary, not two
         total += total[idx]
         count = 2 * n
     mean = total / count

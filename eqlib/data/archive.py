@@ -45,7 +45,8 @@ def _iter_archive(path: Path, wanted, max_size: int = _MAX_BATCH_BYTES):
     a member larger than ``max_size`` bytes is an error (checked before reading it)."""
     try:
         with tarfile.open(path, "r|*") as tf:
-            for m in tf:
+            while (m := tf.next()) is not None:
+                tf.members.clear()  # read once, in order: no list of 60,000 members (30 MB)
                 if m.isfile() and wanted(m.name):
                     if m.size > max_size:
                         raise CorruptDataError(f"{path}: the member {m.name} has {m.size:,} bytes, more than "

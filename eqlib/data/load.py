@@ -109,11 +109,9 @@ def load_cifar10(
         elif src.kind == "batches-tar":
             x, y = _read_batches_tar(src, split)
         elif src.kind == "images-dir":
-            x, y = _read_images_dir(src.path, split, workers)
-            x = x.transpose(0, 3, 1, 2)
+            x, y = _read_images_dir(src.path, split, workers)  # (n, 3, 32, 32)
         else:
             x, y = _read_images_tar(src, split, workers)
-            x = x.transpose(0, 3, 1, 2)
         x, y = np.ascontiguousarray(x), np.ascontiguousarray(y, dtype=np.int64)
         _check_counts(y, split, src.describe())
         if path is not None:

@@ -149,11 +149,15 @@ def test_official_layout_preferred_over_image_folder(tmp_path):
     assert load_cifar10("test", root=tmp_path).source == str(tmp_path / "cifar-10-batches-py")
 
 
-def test_parallel_decoding_matches_serial(tmp_path, monkeypatch):
+@pytest.mark.parametrize("chunk", [2500, 4], ids=["one-chunk", "chunks-of-4"])
+def test_parallel_decoding_matches_serial(tmp_path, monkeypatch, chunk):
     expected = write_image_folder(tmp_path, per_class=3)
     monkeypatch.setattr(data.decode, "_PARALLEL_MIN", 1)
-    ds = load_cifar10("train", root=tmp_path, workers=2, cache=False)
-    assert_close(ds.images, torch.from_numpy(expected["train"]))
+    monkeypatch.setattr(data.decode, "_CHUNK", chunk)  # 30 images: a last chunk of 2
+    for workers in (2, 1):
+        ds = load_cifar10("train", root=tmp_path, workers=workers, cache=False)
+        assert ds.images.is_contiguous()
+        assert_close(ds.images, torch.from_numpy(expected["train"]))
 
 
 # -- errors -------------------------------------------------------------------------------

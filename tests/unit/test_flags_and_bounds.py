@@ -292,6 +292,38 @@ def test_default_device_takes_real_devices(monkeypatch):
     assert default_device() == torch.device("cpu")
 
 
+_HOLES = """
+import sys, torch
+if sys.argv[1] == "eqlib":
+    import eqlib  # pins glibc's mmap threshold (eqlib.device)
+def rss():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS")) / 1024
+big = torch.ones(2 ** 22)  # 16 MB freed: glibc raises its threshold to 16 MB
+del big
+start = rss()
+pairs = [(torch.ones(2 ** 18), torch.ones(256)) for _ in range(64)]  # 1 MB + a small block
+held = [small for _, small in pairs]  # the small blocks stay, between the holes
+del pairs
+print(rss() - start)
+"""
+
+
+def test_importing_eqlib_returns_freed_tensors_to_the_system():
+    """Chapter 11 kept 0.3 GiB of freed batches resident: glibc served them from its heap
+    once its dynamic mmap threshold had grown. eqlib.device fixes the threshold."""
+    import os
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux") or not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
+        pytest.skip("glibc's malloc only")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    kept = {how: float(subprocess.run([sys.executable, "-c", _HOLES, how], env=env, check=True,
+                                      capture_output=True, text=True).stdout)
+            for how in ("torch", "eqlib")}
+    assert kept["torch"] > 48 and kept["eqlib"] < 16, kept  # MB still resident of the 64 freed
+
+
 # -- a second, independent audit (benchmarks/audit_inputs.py): each call below was accepted
 # (silently), hung, exhausted memory or raised an error that did not name the argument -------
 def _second_audit_cases():

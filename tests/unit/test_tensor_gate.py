@@ -347,6 +347,17 @@ def test_mirror_symmetric_spectrum_takes_any_image_size():
     assert evals.shape == (192,) and evecs.shape == (192, 192)
 
 
+@pytest.mark.parametrize("axis", ["horizontal", "vertical"])
+def test_mirrored_covariance_equals_the_pooled_images_covariance(axis):
+    """The mirror's part is the second moment permuted (one d x d temporary, blocks of 3)."""
+    from eqlib.analysis.probes import _covariance
+    from eqlib.images import mirror_images, prepare_images
+    imgs = torch.randint(0, 256, (7, 3, 4, 6), dtype=torch.uint8)
+    x = prepare_images(imgs).double()
+    pooled = torch.cat([x, mirror_images(x, axis)]).flatten(1)
+    assert torch.allclose(_covariance(imgs, axis, block=3), torch.cov(pooled.T), atol=1e-12)
+
+
 def test_train_gives_the_same_weights_for_any_memory_layout():
     """channels-last images trained to other weights than the same images contiguous."""
     from eqlib.models.cnn import VGG
