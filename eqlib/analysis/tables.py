@@ -47,7 +47,8 @@ def html_table(header: Sequence[str | tuple[str, str]], rows: Sequence[Sequence[
     aligned, for numbers). Chapters display it with ``IPython.display.HTML``; it wraps
     to the page width where a text table would be cut.
 
-    A header entry may be a pair ``(group, label)``: neighbouring columns of one group share
+    A line break in a value starts a new line in its cell (a mean above its range keeps
+    columns narrow). A header entry may be a pair ``(group, label)``: neighbouring columns of one group share
     a heading above their own labels (a second header row), so one quantity measured several
     ways gets one column per way instead of several numbers in one cell.
 
@@ -75,8 +76,8 @@ def html_table(header: Sequence[str | tuple[str, str]], rows: Sequence[Sequence[
     def cell(tag: str, i: int, value: object, extra: str = "", align: str | None = None) -> str:
         align = align or ("right" if i >= align_right_from else "left")
         # a number and its "± spread" never split across lines
-        text = html.escape(str(value)).replace(" ± ", "\u00a0±\u00a0")
-        return f'<{tag}{extra} style="text-align:{align};padding:0.1em 0.5em">{text}</{tag}>'
+        text = html.escape(str(value)).replace(" ± ", "\u00a0±\u00a0").replace("\n", "<br>")
+        return f'<{tag}{extra} style="text-align:{align};padding:0.1em 0.4em">{text}</{tag}>'
 
     if any(g is not None for g, _ in cols):
         top, sub, i = [], [], 0
@@ -97,7 +98,7 @@ def html_table(header: Sequence[str | tuple[str, str]], rows: Sequence[Sequence[
         head = "<tr>" + "".join(cell("th", i, label) for i, (_, label) in enumerate(cols)) + "</tr>"
     body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>"
                    for r in rows)
-    return (f'<table class="eqlib-table" style="font-size:0.85em">'
+    return (f'<table class="eqlib-table" style="font-size:0.8em">'
             f"<thead>{head}</thead><tbody>{body}</tbody></table>")
 
 

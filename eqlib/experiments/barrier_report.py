@@ -86,15 +86,30 @@ def summary_table(results: dict[str, Any], spread: str = "std") -> tuple[list[st
 
 
 def summary_table_html(results: dict[str, Any], spread: str = "std") -> str:
-    """:func:`summary_table` as an HTML ``<table>`` (display it with ``IPython.display.HTML``),
-    one column per measurement: a barrier's three columns (interpolated statistics, BN reset,
-    REPAIR) sit under one heading.
+    """:func:`summary_table` as HTML tables (display them with ``IPython.display.HTML``), one
+    row per cell and one column per measurement, narrow enough for a page: the test accuracy
+    and accuracy barriers, the loss barriers (when the results have them), then the filter
+    distances and invariance errors. A barrier's three columns (interpolated statistics, BN
+    reset, REPAIR) sit under one heading; a range sits below its mean.
 
     Chapter: *ReLU CNNs and GCNNs*.
     """
     header, rows = summary_table(results, spread)
     # "GCNN barrier (ppt): interp." → the group "GCNN barrier (ppt)" over the column "interp."
-    return html_table([tuple(h.split(": ", 1)) if ": " in h else h for h in header], rows)
+    header = [tuple(h.split(": ", 1)) if ": " in h else h for h in header]
+    rows = [[v.replace(" [", "\n[") for v in r] for r in rows]  # a mean above its range
+
+    def columns(pick):
+        keep = [0] + [i for i, h in enumerate(header) if i and pick(h)]
+        return html_table([header[i] for i in keep], [[r[i] for i in keep] for r in rows])
+    # three tables narrow enough for the page: accuracy barriers, loss barriers, the rest
+    acc = lambda h: isinstance(h, tuple) and "loss" not in h[0] or h == "test acc. (%)"  # noqa: E731
+    loss = lambda h: isinstance(h, tuple) and "loss" in h[0]  # noqa: E731
+    tables = [columns(acc)]
+    if any(loss(h) for h in header):
+        tables.append(columns(loss))
+    tables.append(columns(lambda h: not acc(h) and not loss(h)))
+    return "\n".join(tables)
 
 
 def _figures(results: dict[str, Any], stem: str) -> dict[str, Any]:

@@ -487,15 +487,17 @@ def load_search(path: str | Path) -> dict[str, Any]:
 
 def search_html(record: Mapping[str, Any]) -> str:
     """The settings and outcomes of a :func:`~eqlib.experiments.filter_search.filter_search`
-    record as an HTML table: per
-    variant, its seeds and the min–max over seeds (one value for one seed) of the filters
-    in a signed-permutation category among the first 64 (all, symmetric, in pairs, after
-    projection on the data subspace, and for the vertical mirror as a control), the
-    median ``|cos|`` between two filters (near 1: the categories say little), f1's
-    linear-equivariance error on isotropic noise (horizontal and vertical), on noise in
-    the data subspace and on test images (horizontal and vertical), the end-to-end
-    error, W_1's energy outside the data subspace, the pre-activation spread on images and
-    the reconstruction error.
+    record as two HTML tables, narrow enough for the page: per variant, its seeds and the
+    min–max over seeds (one value for one seed) of
+
+    1. the filters among the first 64 in a signed-permutation category (all, symmetric, in
+       pairs, after projection on the data subspace, and for the vertical mirror as a
+       control) and the median ``|cos|`` between two filters (near 1: the categories say
+       little);
+    2. f1's linear-equivariance error on isotropic noise, on noise in the data subspace and
+       on test images (horizontal mirror, and vertical as the control), the end-to-end
+       error, W_1's energy outside the data subspace, the pre-activation spread on images
+       and the reconstruction error.
 
     Raises:
         ValueError: a record without ``summary``.
@@ -505,30 +507,32 @@ def search_html(record: Mapping[str, Any]) -> str:
     from ..analysis import html_table
     if "summary" not in record:
         raise ValueError("record must be a filter_search record with a 'summary'")
-    columns = (("categorised_first64", "filters in a category", 0),
-               ("symmetric_first64", "symmetric", 0), ("pairs_first64", "in pairs", 0),
-               ("subspace_categorised_first64", "in the data subspace", 0),
-               ("control_categorised_first64", "control mirror", 0),
-               ("filter_similarity", "filter similarity", 2),
-               ("f1_horizontal_noise", "f1 noise", 2),
-               ("f1_vertical_noise", "f1 noise, control", 2),
-               ("f1_horizontal_subspace_noise", "f1 subspace noise", 2),
-               ("f1_horizontal_images", "f1 images", 2),
-               ("f1_vertical_images", "f1 images, control", 2),
-               ("end_to_end", "end-to-end", 2),
-               ("offdata_energy", "W1 energy off data", 2),
-               ("preact_std_images", "pre-act. spread", 1),
-               ("test_relative_error", "reconstr. error", 2))
+    cat = "filters in a category (of the first 64)"
+    f1 = "f1's equivariance error"
+    tables = (
+        ((("categorised_first64", (cat, "all"), 0), ("symmetric_first64", (cat, "symmetric"), 0),
+          ("pairs_first64", (cat, "in pairs"), 0),
+          ("subspace_categorised_first64", (cat, "in the data subspace"), 0),
+          ("control_categorised_first64", (cat, "control mirror"), 0),
+          ("filter_similarity", "filter similarity", 2))),
+        ((("f1_horizontal_noise", (f1, "noise"), 2), ("f1_vertical_noise", (f1, "noise, control"), 2),
+          ("f1_horizontal_subspace_noise", (f1, "subspace noise"), 2),
+          ("f1_horizontal_images", (f1, "images"), 2), ("f1_vertical_images", (f1, "images, control"), 2),
+          ("end_to_end", "end-to-end error", 2), ("offdata_energy", "W1 energy off data", 2),
+          ("preact_std_images", "pre-act. spread", 1), ("test_relative_error", "reconstr. error", 2))))
 
     def span(stat, digits):
         lo, hi = f"{stat['min']:.{digits}f}", f"{stat['max']:.{digits}f}"
         return lo if lo == hi else f"{lo}–{hi}"
 
-    body = [[name, ",".join(map(str, s["seeds"])),
-             *(span(s[key], digits) for key, _, digits in columns)]
-            for name, s in record["summary"].items()]
-    return html_table(["setting", "seeds", *(label for _, label, _ in columns)], body,
-                      align_right_from=1)
+    out = []
+    for columns in tables:
+        body = [[name, ",".join(map(str, s["seeds"])),
+                 *(span(s[key], digits) for key, _, digits in columns)]
+                for name, s in record["summary"].items()]
+        out.append(html_table(["setting", "seeds", *(label for _, label, _ in columns)], body,
+                              align_right_from=1))
+    return "\n".join(out)
 
 
 def search_figures(weights: Mapping[tuple[str, int], torch.Tensor], names: Sequence[str],

@@ -139,7 +139,10 @@ async () => {
       const scrolled = Array.from(art.querySelectorAll(
           "div.cell_input pre, div.cell_output pre"))
         .filter(e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2)
-        .map(e => `${what(e)} needs a scroll bar: ${e.scrollWidth} px in ${e.clientWidth}`);
+        .map(e => `${what(e)} needs a scroll bar: ${e.scrollWidth} px in ${e.clientWidth}`)
+        .concat(Array.from(art.querySelectorAll("div.cell_output table"))  // cut at the column
+          .filter(t => t.getBoundingClientRect().width > art.getBoundingClientRect().width + 2)
+          .map(t => `${what(t)} needs a scroll bar: ${Math.round(t.getBoundingClientRect().width)} px`));
       const clipsX = e => { for (let a = e; a && a !== art; a = a.parentElement) {
           if (["auto", "scroll", "hidden"].includes(getComputedStyle(a).overflowX)) return true; }
           return false; };

@@ -146,7 +146,9 @@ def test_bad_inputs():
 def test_search_html_and_load(tiny_search, tmp_path):
     *_, found = tiny_search
     html = E.search_html(found)
-    assert html.count("<tr>") == len(found["summary"]) + 1 and "noise, zca" in html
+    # two tables (filters; errors), each with two header rows and one row per setting
+    assert html.count("<table") == 2 and html.count("<tr>") == 2 * (len(found["summary"]) + 2)
+    assert "noise, zca" in html and 'colspan="5"' in html
     path = tmp_path / "s.json"
     path.write_text(json.dumps(found))
     assert E.load_search(path)["summary"].keys() == found["summary"].keys()

@@ -101,10 +101,15 @@ def test_summary_table_is_an_html_table():
     assert rows[0][2:5] == ["1.5 ± 0.7", "0.8 ± 0.4", "0.4 ± 0.2"]  # sample std, one value per cell
     assert header[2:5] == ["GCNN barrier (ppt): interp.", "GCNN barrier (ppt): BN reset", "GCNN barrier (ppt): REPAIR"]
     html = gb.summary_table_html(results)
-    # two header rows (groups over their columns) and one row per cell
-    assert html.startswith("<table") and html.count("<tr>") == 3 and "|" not in html
+    # a table of accuracy barriers (two header rows: groups over their columns) and one of
+    # the rest (no loss barriers in these results), each with one row per cell
+    assert html.startswith("<table") and html.count("<table") == 2 and "|" not in html
     assert 'colspan="3"' in html and ">GCNN barrier (ppt)<" in html and ">BN reset<" in html
-    assert html.split("<tbody>")[1].count("<td") == len(header)
+    bodies = [part.split("</tbody>")[0] for part in html.split("<tbody>")[1:]]
+    assert [b.count("<tr>") for b in bodies] == [1, 1]
+    assert sum(b.count("<td") for b in bodies) == len(header) + 1  # the cell's name in both
+    ranged = gb.summary_table_html(results, spread="range")
+    assert "1.5<br>[1.0, 2.0]" in ranged  # a range below its mean
     assert not any(" / " in cell for cell in rows[0][1:-1])
     from eqlib.experiments import html_table
     with pytest.raises(ValueError, match="cells"):
