@@ -24,6 +24,7 @@ import posixpath
 from typing import Any
 
 from .colab import _ROLE_OR_CODE
+from .colab_book import _FENCE, _OPEN
 from .colab_bib import author_year, cite_text
 
 __all__ = ["BIBLIOGRAPHY", "cite_id", "cite_links", "convert_cites", "setup"]
@@ -71,7 +72,19 @@ def cite_links(keys: str, bib: dict[str, dict[str, str]], mode: str, href: str) 
 def convert_cites(source: str, bib: dict[str, dict[str, str]], page: str) -> str:
     """Every ``{cite}``, ``{cite:p}`` and ``{cite:t}`` role in the markdown ``source`` of
     ``page`` (a path from the book's root, such as ``book/part1/01_introduction.ipynb``) as
-    :func:`cite_links`; code spans and everything else unchanged (idempotent).
+    :func:`cite_links`; code spans, code blocks and everything else unchanged
+    (idempotent).
+
+    Examples:
+        >>> bib = {"a": {"author": "Ann Smith", "year": "2020"}}
+        >>> print(convert_cites("```{note}\\nAs {cite:t}`a`, `{cite}` x.\\n```\\n"
+        ...                     "```\\n{cite}`a`\\n```", bib, "book/p/01_x.ipynb"))
+        ```{note}
+        As [Smith (2020)](../reference/bibliography.md#cite-a), `{cite}` x.
+        ```
+        ```
+        {cite}`a`
+        ```
 
     Chapter: every chapter that cites.
     """
@@ -81,7 +94,29 @@ def convert_cites(source: str, bib: dict[str, dict[str, str]], page: str) -> str
         mode = _MODES.get(m.group("name") or "")
         return m.group(0) if mode is None else cite_links(m.group("body"), bib, mode, href)
 
-    return _ROLE_OR_CODE.sub(one, source)
+    # fence lines are left alone (a directive's body is MyST and converted; a code block's
+    # is not), so that no fence passes for a code span
+    out, chunk, fences = [], [], []   # fences: the open ones, (marker, is a code block)
+    for line in source.split("\n") + [None]:
+        fence = _FENCE.match(line) if line is not None else None
+        if line is None or fence or (fences and fences[-1][1]):
+            if chunk:
+                out.append(_ROLE_OR_CODE.sub(one, "\n".join(chunk)))
+                chunk = []
+            if line is None:
+                break
+            if fence:
+                marker = fence.group("fence")
+                info = line.strip()[len(marker):].strip()
+                top = fences[-1][0] if fences else ""
+                if top and not info and marker[0] == top[0] and len(marker) >= len(top):
+                    fences.pop()
+                elif not (fences and fences[-1][1]):
+                    fences.append((marker, not _OPEN.match(line)))
+            out.append(line)
+        else:
+            chunk.append(line)
+    return "\n".join(out)
 
 
 # ---------------------------------------------------------------------------------------
