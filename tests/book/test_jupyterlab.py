@@ -9,9 +9,11 @@ eqlib.widgets.shown), no "Citation Not Found", no math errors (red macros), no e
 outputs, solutions folded away; in chapter 2, a widget that redraws its figure in place.
 The seconds each chapter takes are printed.
 
-Cost (2 cores, warm model cache: the test runs after nbval in CI): chapters 1-9 take
-seconds to tens of seconds each; ``EQLIB_LAB_CHAPTERS`` (comma-separated chapter numbers,
-e.g. ``02,11``) restricts the run.
+Cost (2 cores, warm model cache: the test runs after nbval in CI): a chapter takes about
+as long as its nbval run, 20-60 s for chapters 1-9, under two minutes for chapter 11;
+chapter 10 (``NOT_RUN``) is opened and checked without running its cells, its live run
+being far longer. One JupyterLab page serves all chapters. ``EQLIB_LAB_CHAPTERS``
+(comma-separated chapter numbers, e.g. ``02,11``) restricts the run.
 """
 from __future__ import annotations
 
@@ -39,6 +41,10 @@ RAW_MARKUP = ("{prf:", "{term}", ":label:", "{exercise}", "{solution}", "{cite",
 WIDGET_CHAPTER = "book/part1/02_groups_and_actions"
 _ONLY = [c.strip() for c in os.environ.get("EQLIB_LAB_CHAPTERS", "").split(",") if c.strip()]
 CHAPTERS = [p for p in chapter_pages() if not _ONLY or Path(p).name[:2] in _ONLY]
+# Opened and checked as rendered, without running its cells: the live run is too long for
+# CI (issue 23: chapter 10's main cell ran 13+ minutes, even with a warm model cache).
+# Remove a chapter from here once its run takes a minute or two.
+NOT_RUN = {"book/part3/10_relu_cnns_gcnns"}
 # the longest chapter, run live, with a warm model cache (seconds)
 RUN_TIMEOUT_S = 600
 
@@ -114,6 +120,15 @@ async () => {
 }
 """
 
+_RENDERED = """
+() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const md = panel.content.widgets.filter(w => w.model.type === "markdown");
+  return md.length > 0 && md.every(w => w.rendered)
+      && panel.node.querySelectorAll(".jp-MarkdownCell .myst").length > 0;
+}
+"""
+
 _DONE = """
 () => {
   const panel = window.jupyterapp.shell.currentWidget;
@@ -146,6 +161,7 @@ _FACTS = """
       .map(e => (e.getAttribute("data-mjx-error") || e.getAttribute("title") || e.textContent).slice(0, 120))
       // a reference to another chapter's label cannot resolve inside one notebook
       .filter(m => !/Cross Reference Not Found/.test(m));
+  const citations = mathErrors.filter(m => /Citation/.test(m));
   const math = panel.node.querySelectorAll(".jp-MarkdownCell .katex, .jp-MarkdownCell mjx-container").length;
   // inline expressions: each answer (an error is one too) as jupyterlab-myst stored it
   const expressions = cells.filter(c => c.type === "markdown")
@@ -154,7 +170,7 @@ _FACTS = """
       .map(e => `${e.expression}: ${JSON.stringify(e.result).slice(0, 200)}`);
   const solutions = Array.from(panel.node.querySelectorAll("details"))
       .filter(d => /solution/i.test(d.innerText.split("\\n")[0] || ""));
-  return {errors, text, mathErrors, math, expressions: expressions.length, badExpressions,
+  return {errors, text, mathErrors: mathErrors.filter(m => !/Citation/.test(m)), citations, math, expressions: expressions.length, badExpressions,
           solutions: solutions.length, openSolutions: solutions.filter(d => d.open).length,
           codeCells: cells.filter(c => c.type === "code").length,
           executed: cells.filter(c => c.type === "code" && c.executionCount !== null).length};
@@ -162,55 +178,88 @@ _FACTS = """
 """
 
 
-@pytest.mark.parametrize("page", CHAPTERS, ids=[Path(p).name[:2] for p in CHAPTERS])
-def test_chapter_runs_and_renders_in_jupyterlab(lab, page):
+@pytest.fixture(scope="module")
+def tab(lab):
+    """One Chromium page with JupyterLab loaded, shared by the chapters (a page load costs
+    seconds); only the server's own address is reachable."""
     url, token = lab
-    start = time.time()
-    written = sum(c.source.count("{eval}`") for c in nbformat.read(REPO / f"{page}.ipynb", as_version=4).cells
-                  if c.cell_type == "markdown")
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                      args=["--no-sandbox", "--disable-gpu"])
-        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
-        tab.route("**/*", lambda route: route.continue_()
-                  if route.request.url.startswith(url) or route.request.url.startswith("data:")
-                  else route.abort("blockedbyclient"))
-        tab.goto(f"{url}/lab/tree/{page}.ipynb?token={token}&reset")
-        tab.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
-                              " && window.jupyterapp.shell.currentWidget.content"
-                              " && window.jupyterapp.shell.currentWidget.content.model",
-                              timeout=60_000)
-        try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.route("**/*", lambda route: route.continue_()
+                   if route.request.url.startswith(url) or route.request.url.startswith("data:")
+                   else route.abort("blockedbyclient"))
+        page.goto(f"{url}/lab?token={token}&reset")
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=60_000)
+        page.wait_for_function("() => window.jupyterapp.commands.hasCommand('docmanager:open')",
+                               timeout=60_000)
+        yield page
+        browser.close()
+
+
+_OPEN_CHAPTER = """
+async (path) => {
+  const app = window.jupyterapp;
+  const panel = await app.commands.execute("docmanager:open", {path, factory: "Notebook"});
+  await panel.context.ready;
+  app.shell.activateById(panel.id);
+}
+"""
+
+_CLOSE_CHAPTER = """
+async () => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  await panel.sessionContext.shutdown();
+  panel.context.model.dirty = false;
+  panel.dispose();
+}
+"""
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=[Path(p).name[:2] for p in CHAPTERS])
+def test_chapter_runs_and_renders_in_jupyterlab(tab, page):
+    start = time.time()
+    written = sum(c.source.count("{eval}`") for c in nbformat.read(REPO / f"{page}.ipynb", as_version=4).cells
+                  if c.cell_type == "markdown")
+    tab.evaluate(_OPEN_CHAPTER, f"{page}.ipynb")
+    tab.wait_for_function("(name) => { const w = window.jupyterapp.shell.currentWidget;"
+                          " return w && w.context && w.context.path.endsWith(name) && w.content.model; }",
+                          arg=f"{page}.ipynb", timeout=60_000)
+    run = page not in NOT_RUN
+    try:
+        if run:
             tab.evaluate(_RUN_ALL)
-            try:
-                tab.wait_for_function(_DONE, timeout=RUN_TIMEOUT_S * 1000, polling=1000)
-            except sync_api.TimeoutError:
-                facts = tab.evaluate(_FACTS)
-                pytest.fail(f"{page}: not done after {RUN_TIMEOUT_S} s: "
-                            f"{ {k: v for k, v in facts.items() if k != 'text'} }")
-            tab.wait_for_timeout(1500)  # let the last outputs, numbers and widgets render
+        try:
+            tab.wait_for_function(_DONE if run else _RENDERED, timeout=RUN_TIMEOUT_S * 1000, polling=1000)
+        except sync_api.TimeoutError:
             facts = tab.evaluate(_FACTS)
-            shot = os.environ.get("EQLIB_LAB_SCREENSHOT")
-            if shot:  # for a look at what the student sees
-                tab.screenshot(path=shot.replace(".png", f"-{Path(page).name[:2]}.png"), full_page=True)
-            print({k: v for k, v in facts.items() if k != "text"})
-            assert facts["executed"] == facts["codeCells"], facts
-            assert not facts["errors"], f"error outputs: {facts['errors']}"
-            assert not facts["badExpressions"], f"{{eval}} numbers that failed: {facts['badExpressions']}"
-            assert facts["expressions"] == written, \
-                f"{written} {{eval}} numbers written, {facts['expressions']} evaluated"
-            raw = [m for m in RAW_MARKUP if m in facts["text"]]
-            assert not raw, f"raw MyST markup shown to the student: {raw}"
-            assert facts["math"] > 10, f"math not typeset in markdown cells ({facts['math']})"
-            assert not facts["mathErrors"], f"math errors (undefined macros?): {facts['mathErrors']}"
-            assert facts["solutions"] >= 1 and facts["openSolutions"] == 0, \
-                f"solutions must be folded away: {facts['solutions']} found, {facts['openSolutions']} open"
-            if page == WIDGET_CHAPTER:
-                _check_widget(tab)
-        finally:  # the next chapter starts a kernel of its own: stop this one (memory)
-            tab.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
-            browser.close()
-    print(f"JupyterLab test, {page}: {time.time() - start:.0f} s")
+            pytest.fail(f"{page}: not done after {RUN_TIMEOUT_S} s: "
+                        f"{ {k: v for k, v in facts.items() if k != 'text'} }")
+        tab.wait_for_timeout(1500 if run else 5000)  # let the last outputs, numbers and widgets render
+        facts = tab.evaluate(_FACTS)
+        shot = os.environ.get("EQLIB_LAB_SCREENSHOT")
+        if shot:  # for a look at what the student sees
+            tab.screenshot(path=shot.replace(".png", f"-{Path(page).name[:2]}.png"), full_page=True)
+        print({k: v for k, v in facts.items() if k != "text"})
+        assert facts["executed"] == (facts["codeCells"] if run else 0), facts
+        assert not facts["errors"], f"error outputs: {facts['errors']}"
+        assert not facts["badExpressions"], f"{{eval}} numbers that failed: {facts['badExpressions']}"
+        assert facts["expressions"] == (written if run else 0), \
+            f"{written} {{eval}} numbers written, {facts['expressions']} evaluated"
+        raw = [m for m in RAW_MARKUP if m in facts["text"]]
+        assert not raw, f"raw MyST markup shown to the student: {raw}"
+        assert facts["math"] > 10, f"math not typeset in markdown cells ({facts['math']})"
+        assert not facts["citations"], \
+            f"citations JupyterLab cannot resolve (run benchmarks/lab_markup.py): {facts['citations']}"
+        assert not facts["mathErrors"], f"math errors (undefined macros?): {facts['mathErrors']}"
+        assert facts["solutions"] >= 1 and facts["openSolutions"] == 0, \
+            f"solutions must be folded away: {facts['solutions']} found, {facts['openSolutions']} open"
+        if page == WIDGET_CHAPTER:
+            _check_widget(tab)
+    finally:  # the next chapter starts a kernel of its own: stop this one (memory), close it
+        tab.evaluate(_CLOSE_CHAPTER)
+    print(f"JupyterLab test, {page}: {time.time() - start:.0f} s" + ("" if run else " (not run)"))
 
 
 def _check_widget(page):
