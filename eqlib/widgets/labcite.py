@@ -6,8 +6,9 @@ shows "Citation Not Found" there. The chapters therefore cite in plain MyST link
 written from ``references.bib`` by :func:`convert_cites` (run by
 ``benchmarks/lab_markup.py``)::
 
-    {cite:t}`shahverdi2026identifiable`   ->  [Shahverdi et al. (2026)](../reference/bibliography.md#cite-shahverdi2026identifiable)
-    {cite:p}`a,b`                         ->  ([A, 2020](...#cite-a); [B, 2021](...#cite-b))
+    {cite:t}`shahverdi2026identifiable`
+      ->  [Shahverdi et al. (2026)](../reference/bibliography.md#cite-shahverdi2026identifiable)
+    {cite:p}`a,b`  ->  ([A, 2020](...#cite-a); [B, 2021](...#cite-b))
 
 with the author–year text of :func:`eqlib.widgets.colab_bib.author_year` (the book's
 ``author_year`` style). JupyterLab shows the text and opens the bibliography page; in
@@ -140,7 +141,7 @@ def _resolve_cite_links(transform) -> None:
             logger.warning(f"citation link to {node['reftarget']}#{target_id}: no such entry in "
                            f"a bibliography (entries are 'cite-KEY', KEY from references.bib)",
                            location=node, type="eqlib", subtype="cite_link")
-            node.replace_self(nodes.inline("", "", *node[0].children))
+            node.replace_self(nodes.inline("", "", *(node[0].children if len(node) else [])))
             continue
         uri = transform.app.builder.get_relative_uri(env.docname, where) + "#" + target_id
         ref = nodes.reference("", "", internal=True, refuri=uri, classes=["eqlib-cite"])

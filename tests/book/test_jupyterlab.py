@@ -166,7 +166,9 @@ _FACTS = """
   // inline expressions: each answer (an error is one too) as jupyterlab-myst stored it
   const expressions = cells.filter(c => c.type === "markdown")
       .flatMap(c => c.sharedModel.getMetadata("user_expressions") || []);
-  const badExpressions = expressions.filter(e => !e.result || e.result.status !== "ok")
+  // an answer shown in quotes ('0.73') is a plain str, not the ShownText of G(...)
+  const badExpressions = expressions.filter(e => !e.result || e.result.status !== "ok"
+          || /^['"]/.test(((e.result.data || {})["text/plain"]) || ""))
       .map(e => `${e.expression}: ${JSON.stringify(e.result).slice(0, 200)}`);
   const solutions = Array.from(panel.node.querySelectorAll("details"))
       .filter(d => /solution/i.test(d.innerText.split("\\n")[0] || ""));
