@@ -129,6 +129,11 @@ _RENDERED = """
 }
 """
 
+_NUMBERS_SHOWN = """
+() => !Array.from(window.jupyterapp.shell.currentWidget.node.querySelectorAll(
+    ".jp-MarkdownCell .jp-RenderedMarkdown, .jp-MarkdownCell .myst")).some(e => e.innerText.includes('G("'))
+"""
+
 _DONE = """
 () => {
   const panel = window.jupyterapp.shell.currentWidget;
@@ -239,6 +244,10 @@ def test_chapter_runs_and_renders_in_jupyterlab(tab, page):
             pytest.fail(f"{page}: not done after {RUN_TIMEOUT_S} s: "
                         f"{ {k: v for k, v in facts.items() if k != 'text'} }")
         tab.wait_for_timeout(1500 if run else 5000)  # let the last outputs, numbers and widgets render
+        try:  # the numbers are drawn a little after the kernel's answers arrive (seconds, when busy)
+            tab.wait_for_function(_NUMBERS_SHOWN, timeout=30_000, polling=500)
+        except sync_api.TimeoutError:
+            pass  # reported below
         facts = tab.evaluate(_FACTS)
         shot = os.environ.get("EQLIB_LAB_SCREENSHOT")
         if shot:  # for a look at what the student sees
@@ -250,7 +259,8 @@ def test_chapter_runs_and_renders_in_jupyterlab(tab, page):
         assert facts["expressions"] == (written if run else 0), \
             f"{written} {{eval}} numbers written, {facts['expressions']} evaluated"
         raw = [m for m in RAW_MARKUP if m in facts["text"]]
-        assert not raw, f"raw MyST markup shown to the student: {raw}"
+        assert not raw, f"raw MyST markup shown to the student: {raw}: " + "; ".join(
+            facts["text"][max(0, i - 80):i + 80] for m in raw for i in [facts["text"].find(m)])
         assert facts["math"] > 10, f"math not typeset in markdown cells ({facts['math']})"
         assert not facts["citations"], \
             f"citations JupyterLab cannot resolve (run benchmarks/lab_markup.py): {facts['citations']}"
