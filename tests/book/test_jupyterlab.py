@@ -10,7 +10,8 @@ outputs, solutions folded away; in chapter 2, a widget that redraws its figure i
 The seconds each chapter takes are printed.
 
 Cost (2 cores, warm model cache: the test runs after nbval in CI): a chapter takes about
-as long as its nbval run, 20-60 s for chapters 1-9, under two minutes for chapter 11;
+as long as its nbval run: measured 17-32 s each for chapters 1-9 (190 s in all) and
+84-109 s for chapter 11, 5 min for the whole test (a shared 2-core machine);
 chapter 10 (``NOT_RUN``) is opened and checked without running its cells, its live run
 being far longer. One JupyterLab page serves all chapters. ``EQLIB_LAB_CHAPTERS``
 (comma-separated chapter numbers, e.g. ``02,11``) restricts the run.
