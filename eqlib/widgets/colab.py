@@ -11,8 +11,9 @@ of every chapter that says the same in plain Markdown:
   that start with "*Proof.*", written solutions collapsed ``<details>`` blocks;
 - roles become text: a term its words, ``{doc}``/``{prf:ref}``/``{ref}`` links to the
   published site ("Definition 3.2"), citations author–year text from ``references.bib``,
-  a glued number a pointer to the value the code above computes (variants are built
-  from the unexecuted notebooks);
+  a glued number (``{glue:text}`key``` or ``{eval}`G("key", "fmt")```, see
+  :mod:`eqlib.widgets.shown`) a pointer to the value the code above computes (variants
+  are built from the unexecuted notebooks);
 - the math macros of ``_config.yml`` are expanded; ``%`` comment lines, ``(label)=``
   targets and the front-matter cell are dropped; relative images point to the
   repository;
@@ -49,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from .colab_bib import _last_names, cite, parse_bib
+from .shown import EVAL_FORM
 from .colab_book import (_FENCE, _OPEN, _TARGET, ROOT, Book, Box, _close, _github, _options, _yaml,
                          colab_link, expand_macros, load_book, number_boxes)
 
@@ -109,7 +111,9 @@ def _role(name: str, body: str, ctx: _Cell) -> str:
     if name in {"cite:t", "cite:ts", "cite:alt"}:
         return cite(target, book.bib, "t")
     if name.startswith("glue") or name == "eval":   # a value the executed notebook inserts
-        ctx.glued.append(target if name == "eval" else target.split(":", 1)[0])
+        shown = EVAL_FORM.match(target.strip()) if name == "eval" else None  # G("key", "fmt")
+        ctx.glued.append(shown.group("key") if shown else target if name == "eval"
+                         else target.split(":", 1)[0])
         return f"`{ctx.glued[-1]}`"
     if name in _PY_ROLES:
         path = target.lstrip("~.")

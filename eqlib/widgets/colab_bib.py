@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["parse_bib", "cite"]
+__all__ = ["parse_bib", "cite", "author_year", "cite_text"]
 
 # ---------------------------------------------------------------------------------------
 # references.bib: a small parser (entries, braced/quoted/bare fields, LaTeX accents).
@@ -144,6 +144,15 @@ def cite(keys: str, bib: dict[str, dict[str, str]], mode: str = "p") -> str:
 
     Chapter: every chapter that cites (the first is *Introduction*).
     """
+    return cite_text(author_year(keys, bib, mode), mode)
+
+
+def author_year(keys: str, bib: dict[str, dict[str, str]], mode: str = "p") -> list[tuple[str, str]]:
+    """``[(key, "Author (year)" or "Author, year"), ...]`` for the comma-separated
+    ``keys``: the pieces of :func:`~eqlib.widgets.colab_bib.cite`, one per key.
+
+    Chapter: every chapter that cites (the first is *Introduction*).
+    """
     if mode not in {"t", "p"}:
         raise ValueError(f"mode must be 't' or 'p', got {mode!r}")
     parts = []
@@ -151,5 +160,15 @@ def cite(keys: str, bib: dict[str, dict[str, str]], mode: str = "p") -> str:
         if key not in bib:
             raise KeyError(f"citation key {key!r} is not in references.bib")
         who, year = _authors(bib[key]), bib[key].get("year", "n.d.")
-        parts.append(f"{who} ({year})" if mode == "t" else f"{who}, {year}")
-    return "; ".join(parts) if mode == "t" else "(" + "; ".join(parts) + ")"
+        parts.append((key, f"{who} ({year})" if mode == "t" else f"{who}, {year}"))
+    return parts
+
+
+def cite_text(parts: list[tuple[str, str]], mode: str = "p") -> str:
+    """Join the texts of :func:`~eqlib.widgets.colab_bib.author_year` (already formatted,
+    links for instance) as a citation: "A (2020); B (2021)" or "(A, 2020; B, 2021)".
+
+    Chapter: every chapter that cites (the first is *Introduction*).
+    """
+    texts = [text for _, text in parts]
+    return "; ".join(texts) if mode == "t" else "(" + "; ".join(texts) + ")"

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.book
 
 _PRE = re.compile(r"<(pre|code|script|style)\b.*?</\1>", re.S | re.I)
 _TAG = re.compile(r"<[^>]+>")
-_RAW_DIRECTIVE = re.compile(r"```\{|:::\{|\{(?:prf:[a-z]+|cite(?::[pt])?|term|doc|ref|numref|eq|glue:?[a-z]*)\}`|^:label:|:class: dropdown", re.M)
+_RAW_DIRECTIVE = re.compile(r"```\{|:::\{|\{(?:prf:[a-z]+|cite(?::[pt])?|term|doc|ref|numref|eq|glue:?[a-z]*|eval)\}`|^:label:|:class: dropdown", re.M)
 
 
 def _main(html: str) -> str:

@@ -113,6 +113,7 @@ PLANTED = {
     "glue": "It reaches {glue:text}`acc-tanh-classifier:.2f`.",
     "doc": "See {doc}`/book/part1/01_introduction`.",
     "eval": "It reaches {eval}`f\"{acc:.2f}\"`.",
+    "eval G": "It reaches {eval}`G(\"acc-tanh-classifier\", \".2f\")`.",
     "comment": "Text.\n\n% notation: K_i\n",
     "target": "(ch11-search)=\n## Search",
     "front matter": "---\nmath:\n  \\R: \\mathbb{R}\n---",
@@ -275,6 +276,14 @@ def test_convert_roles_and_directives():
     assert "see the value computed above" in out
     assert convert_markdown("Accuracy {eval}`round(acc, 2)`.", book, "book/p/01_a").startswith(
         "Accuracy `round(acc, 2)`.\n\n*Names in code font")
+    # the chapters' form of a glued number (eqlib.widgets.shown): the variant names its key
+    assert convert_markdown('Accuracy {eval}`G("acc", ".2f")` and {eval}`G("n")`.', book,
+                            "book/p/01_a").startswith("Accuracy `acc` and `n`.\n\n*Names in code font")
+    # the chapters' citations (eqlib.widgets.labcite): links to the site's bibliography entry
+    linked = convert_markdown("As [Bökman (2001)](../reference/bibliography.md#cite-one2001) show.",
+                              book, "book/part1/01_a")
+    assert linked == ("As [Bökman (2001)](https://x.github.io/y/book/reference/bibliography.html"
+                      "#cite-one2001) show.\n")
     with pytest.raises(KeyError, match="no-such"):
         convert_markdown("{prf:ref}`no-such`", book, "book/p/01_a")
 

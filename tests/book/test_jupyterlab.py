@@ -1,9 +1,20 @@
-"""A student's view: chapter 2 in a real JupyterLab (with jupyterlab-myst) in headless Chromium.
+"""A student's view: every chapter in a real JupyterLab (with jupyterlab-myst) in headless Chromium.
 
-A JupyterLab server on 127.0.0.1 (a free port, a random token) serves a copy of the chapter;
-Chromium opens it, runs every cell, and the test asserts what a student must see: MyST
-markup rendered (no raw ``{prf:``, ``{term}`` or ``:label:``), no math errors, no error
-outputs, solutions folded away, and a widget that redraws its figure in place.
+A JupyterLab server on 127.0.0.1 (a free port, a random token) serves a copy of ``book/``;
+Chromium opens each chapter of ``_toc.yml``, runs every cell (markdown cells too, so
+jupyterlab-myst evaluates their ``{eval}`` numbers), and the test asserts what a student
+must see: MyST markup rendered (no raw ``{prf:``, ``{term}``, ``{glue}``, ``{cite}`` or
+``:label:``), every ``{eval}`G("key", "fmt")``` number evaluated (no ``G(`` left, see
+eqlib.widgets.shown), no "Citation Not Found", no math errors (red macros), no error
+outputs, solutions folded away; in chapter 2, a widget that redraws its figure in place.
+The seconds each chapter takes are printed.
+
+Cost (2 cores, warm model cache: the test runs after nbval in CI): a chapter takes about
+as long as its nbval run: measured 17-32 s each for chapters 1-9 (190 s in all) and
+84-109 s for chapter 11, 5 min for the whole test (a shared 2-core machine);
+chapter 10 (``NOT_RUN``) is opened and checked without running its cells, its live run
+being far longer. One JupyterLab page serves all chapters. ``EQLIB_LAB_CHAPTERS``
+(comma-separated chapter numbers, e.g. ``02,11``) restricts the run.
 """
 from __future__ import annotations
 
@@ -18,15 +29,25 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
-from booktools import REPO
+from booktools import REPO, chapter_pages
 from pagecheck import CHROMIUM
 
 pytestmark = pytest.mark.book
 
-CHAPTER = REPO / "book" / "part1" / "02_groups_and_actions.ipynb"
-RAW_MARKUP = ("{prf:", "{term}", ":label:", "{exercise}", "{solution}", "{cite")
+RAW_MARKUP = ("{prf:", "{term}", ":label:", "{exercise}", "{solution}", "{cite", "{glue", "{eval}",
+              "Citation Not Found", "G(\"")
+WIDGET_CHAPTER = "book/part1/02_groups_and_actions"
+_ONLY = [c.strip() for c in os.environ.get("EQLIB_LAB_CHAPTERS", "").split(",") if c.strip()]
+CHAPTERS = [p for p in chapter_pages() if not _ONLY or Path(p).name[:2] in _ONLY]
+# Opened and checked as rendered, without running its cells: the live run is too long for
+# CI (issue 23: chapter 10's main cell ran 13+ minutes, even with a warm model cache).
+# Remove a chapter from here once its run takes a minute or two.
+NOT_RUN = {"book/part3/10_relu_cnns_gcnns"}
+# the longest chapter, run live, with a warm model cache (seconds)
+RUN_TIMEOUT_S = 600
 
 if not Path(CHROMIUM).exists():
     pytest.skip(f"needs Debian's chromium at {CHROMIUM} (apt-get install chromium)",
@@ -44,9 +65,10 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """A JupyterLab server on 127.0.0.1 serving a copy of the chapter; yields (url, token)."""
+    """A JupyterLab server on 127.0.0.1 serving a copy of book/; yields (url, token)."""
     root = tmp_path_factory.mktemp("lab")
-    shutil.copy(CHAPTER, root / CHAPTER.name)
+    shutil.copytree(REPO / "book", root / "book",
+                    ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints", "_assets"))
     settings = root / ".settings"
     tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
@@ -99,13 +121,31 @@ async () => {
 }
 """
 
+_RENDERED = """
+() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const md = panel.content.widgets.filter(w => w.model.type === "markdown");
+  return md.length > 0 && md.every(w => w.rendered)
+      && panel.node.querySelectorAll(".jp-MarkdownCell .myst").length > 0;
+}
+"""
+
+_NUMBERS_SHOWN = """
+() => !Array.from(window.jupyterapp.shell.currentWidget.node.querySelectorAll(
+    ".jp-MarkdownCell .jp-RenderedMarkdown, .jp-MarkdownCell .myst")).some(e => e.innerText.includes('G("'))
+"""
+
 _DONE = """
 () => {
   const panel = window.jupyterapp.shell.currentWidget;
   const cells = Array.from(panel.content.model.cells).filter(c => c.type === "code");
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  // markdown cells with {eval} numbers: jupyterlab-myst stores the kernel's answers
+  const md = Array.from(panel.content.model.cells)
+      .filter(c => c.type === "markdown" && c.sharedModel.getSource().includes("{eval}"));
   return kernel && kernel.status === "idle"
       && cells.every(c => c.executionCount !== null && !c.sharedModel.getMetadata("busy"))
+      && md.every(c => (c.sharedModel.getMetadata("user_expressions") || []).length > 0)
       && cells.length > 0;
 }
 """
@@ -127,10 +167,18 @@ _FACTS = """
       .map(e => (e.getAttribute("data-mjx-error") || e.getAttribute("title") || e.textContent).slice(0, 120))
       // a reference to another chapter's label cannot resolve inside one notebook
       .filter(m => !/Cross Reference Not Found/.test(m));
+  const citations = mathErrors.filter(m => /Citation/.test(m));
   const math = panel.node.querySelectorAll(".jp-MarkdownCell .katex, .jp-MarkdownCell mjx-container").length;
+  // inline expressions: each answer (an error is one too) as jupyterlab-myst stored it
+  const expressions = cells.filter(c => c.type === "markdown")
+      .flatMap(c => c.sharedModel.getMetadata("user_expressions") || []);
+  // an answer shown in quotes ('0.73') is a plain str, not the ShownText of G(...)
+  const badExpressions = expressions.filter(e => !e.result || e.result.status !== "ok"
+          || /^['"]/.test(((e.result.data || {})["text/plain"]) || ""))
+      .map(e => `${e.expression}: ${JSON.stringify(e.result).slice(0, 200)}`);
   const solutions = Array.from(panel.node.querySelectorAll("details"))
       .filter(d => /solution/i.test(d.innerText.split("\\n")[0] || ""));
-  return {errors, text, mathErrors, math,
+  return {errors, text, mathErrors: mathErrors.filter(m => !/Citation/.test(m)), citations, math, expressions: expressions.length, badExpressions,
           solutions: solutions.length, openSolutions: solutions.filter(d => d.open).length,
           codeCells: cells.filter(c => c.type === "code").length,
           executed: cells.filter(c => c.type === "code" && c.executionCount !== null).length};
@@ -138,9 +186,11 @@ _FACTS = """
 """
 
 
-def test_chapter_runs_and_renders_in_jupyterlab(lab):
+@pytest.fixture(scope="module")
+def tab(lab):
+    """One Chromium page with JupyterLab loaded, shared by the chapters (a page load costs
+    seconds); only the server's own address is reachable."""
     url, token = lab
-    start = time.time()
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                      args=["--no-sandbox", "--disable-gpu"])
@@ -148,44 +198,97 @@ def test_chapter_runs_and_renders_in_jupyterlab(lab):
         page.route("**/*", lambda route: route.continue_()
                    if route.request.url.startswith(url) or route.request.url.startswith("data:")
                    else route.abort("blockedbyclient"))
-        page.goto(f"{url}/lab/tree/{CHAPTER.name}?token={token}")
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
-                               " && window.jupyterapp.shell.currentWidget.content"
-                               " && window.jupyterapp.shell.currentWidget.content.model",
+        page.goto(f"{url}/lab?token={token}&reset")
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=60_000)
+        page.wait_for_function("() => window.jupyterapp.commands.hasCommand('docmanager:open')",
                                timeout=60_000)
-        page.evaluate(_RUN_ALL)
-        page.wait_for_function(_DONE, timeout=150_000, polling=1000)
-        page.wait_for_timeout(1500)  # let the last outputs and widgets render
-        facts = page.evaluate(_FACTS)
+        yield page
+        browser.close()
+
+
+_OPEN_CHAPTER = """
+async (path) => {
+  const app = window.jupyterapp;
+  const panel = await app.commands.execute("docmanager:open", {path, factory: "Notebook"});
+  await panel.context.ready;
+  app.shell.activateById(panel.id);
+}
+"""
+
+_CLOSE_CHAPTER = """
+async () => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  await panel.sessionContext.shutdown();
+  panel.context.model.dirty = false;
+  panel.dispose();
+}
+"""
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=[Path(p).name[:2] for p in CHAPTERS])
+def test_chapter_runs_and_renders_in_jupyterlab(tab, page):
+    start = time.time()
+    written = sum(c.source.count("{eval}`") for c in nbformat.read(REPO / f"{page}.ipynb", as_version=4).cells
+                  if c.cell_type == "markdown")
+    tab.evaluate(_OPEN_CHAPTER, f"{page}.ipynb")
+    tab.wait_for_function("(name) => { const w = window.jupyterapp.shell.currentWidget;"
+                          " return w && w.context && w.context.path.endsWith(name) && w.content.model; }",
+                          arg=f"{page}.ipynb", timeout=60_000)
+    run = page not in NOT_RUN
+    try:
+        if run:
+            tab.evaluate(_RUN_ALL)
+        try:
+            tab.wait_for_function(_DONE if run else _RENDERED, timeout=RUN_TIMEOUT_S * 1000, polling=1000)
+        except sync_api.TimeoutError:
+            facts = tab.evaluate(_FACTS)
+            pytest.fail(f"{page}: not done after {RUN_TIMEOUT_S} s: "
+                        f"{ {k: v for k, v in facts.items() if k != 'text'} }")
+        tab.wait_for_timeout(1500 if run else 5000)  # let the last outputs, numbers and widgets render
+        try:  # the numbers are drawn a little after the kernel's answers arrive (seconds, when busy)
+            tab.wait_for_function(_NUMBERS_SHOWN, timeout=30_000, polling=500)
+        except sync_api.TimeoutError:
+            pass  # reported below
+        facts = tab.evaluate(_FACTS)
         shot = os.environ.get("EQLIB_LAB_SCREENSHOT")
         if shot:  # for a look at what the student sees
-            page.screenshot(path=shot, full_page=True)
+            tab.screenshot(path=shot.replace(".png", f"-{Path(page).name[:2]}.png"), full_page=True)
         print({k: v for k, v in facts.items() if k != "text"})
-
-        assert facts["executed"] == facts["codeCells"], facts
+        assert facts["executed"] == (facts["codeCells"] if run else 0), facts
         assert not facts["errors"], f"error outputs: {facts['errors']}"
+        assert not facts["badExpressions"], f"{{eval}} numbers that failed: {facts['badExpressions']}"
+        assert facts["expressions"] == (written if run else 0), \
+            f"{written} {{eval}} numbers written, {facts['expressions']} evaluated"
         raw = [m for m in RAW_MARKUP if m in facts["text"]]
-        assert not raw, f"raw MyST markup shown to the student: {raw}"
+        assert not raw, f"raw MyST markup shown to the student: {raw}: " + "; ".join(
+            facts["text"][max(0, i - 80):i + 80] for m in raw for i in [facts["text"].find(m)])
         assert facts["math"] > 10, f"math not typeset in markdown cells ({facts['math']})"
+        assert not facts["citations"], \
+            f"citations JupyterLab cannot resolve (run benchmarks/lab_markup.py): {facts['citations']}"
         assert not facts["mathErrors"], f"math errors (undefined macros?): {facts['mathErrors']}"
         assert facts["solutions"] >= 1 and facts["openSolutions"] == 0, \
             f"solutions must be folded away: {facts['solutions']} found, {facts['openSolutions']} open"
+        if page == WIDGET_CHAPTER:
+            _check_widget(tab)
+    finally:  # the next chapter starts a kernel of its own: stop this one (memory), close it
+        tab.evaluate(_CLOSE_CHAPTER)
+    print(f"JupyterLab test, {page}: {time.time() - start:.0f} s" + ("" if run else " (not run)"))
 
-        # the widget: moving a control redraws its figure in the same place
-        widget = page.locator(".jp-OutputArea-output .widget-vbox").filter(
-            has=page.locator("img")).first
-        widget.scroll_into_view_if_needed()
-        area = widget.locator("xpath=ancestor::div[contains(@class,'jp-OutputArea')][1]")
-        outputs_before = area.locator(".jp-OutputArea-child").count()
-        img = widget.locator("img").first
-        src_before = img.get_attribute("src")
-        box = img.bounding_box()
-        widget.locator("select").first.select_option(index=0)  # element "e" instead of "r"
-        page.wait_for_function("([el, old]) => el.getAttribute('src') !== old",
-                               arg=[img.element_handle(), src_before], timeout=30_000)
-        assert area.locator(".jp-OutputArea-child").count() == outputs_before, \
-            "the control added an output instead of redrawing in place"
-        after = img.bounding_box()
-        assert abs(after["y"] - box["y"]) < 2, "the figure moved: it was not redrawn in place"
-        browser.close()
-    print(f"JupyterLab test: {time.time() - start:.0f} s")
+
+def _check_widget(page):
+    """The widget: moving a control redraws its figure in the same place."""
+    widget = page.locator(".jp-OutputArea-output .widget-vbox").filter(
+        has=page.locator("img")).first
+    widget.scroll_into_view_if_needed()
+    area = widget.locator("xpath=ancestor::div[contains(@class,'jp-OutputArea')][1]")
+    outputs_before = area.locator(".jp-OutputArea-child").count()
+    img = widget.locator("img").first
+    src_before = img.get_attribute("src")
+    box = img.bounding_box()
+    widget.locator("select").first.select_option(index=0)  # element "e" instead of "r"
+    page.wait_for_function("([el, old]) => el.getAttribute('src') !== old",
+                           arg=[img.element_handle(), src_before], timeout=30_000)
+    assert area.locator(".jp-OutputArea-child").count() == outputs_before, \
+        "the control added an output instead of redrawing in place"
+    after = img.bounding_box()
+    assert abs(after["y"] - box["y"]) < 2, "the figure moved: it was not redrawn in place"

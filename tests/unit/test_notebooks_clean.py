@@ -89,3 +89,21 @@ def test_widget_cells_ignore_output(path):
     bad = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and re.search(r"\binteractive_figure\s*\(", c.source)
            and not c.source.startswith("# NBVAL_IGNORE_OUTPUT")]
     assert not bad, f"{path.name}: cells {bad} call interactive_figure but do not start with '# NBVAL_IGNORE_OUTPUT'"
+
+
+def test_chapters_cite_and_quote_numbers_as_jupyterlab_shows_them():
+    """No {cite} or {glue} in a chapter: JupyterLab shows neither (see CONTRIBUTING.md,
+    "Chapters read right in JupyterLab"); benchmarks/lab_markup.py converts them."""
+    import os
+    import subprocess
+    import sys
+
+    script = BOOK.parent / "benchmarks" / "lab_markup.py"
+    proc = subprocess.run([sys.executable, str(script), "--check", *map(str, CHAPTERS)],
+                          capture_output=True, text=True, cwd=BOOK.parent,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              filter(None, [str(BOOK.parent), os.environ.get("PYTHONPATH")]))})
+    pending = [line for line in proc.stdout.splitlines() if not line.endswith(": 0 cell(s) to change")]
+    assert proc.returncode == 0 and not pending, (
+        f"chapters with {{cite}} or {{glue}} markup (run python benchmarks/lab_markup.py on them): "
+        f"{pending}\n{proc.stderr[-2000:]}")
