@@ -107,3 +107,18 @@ def test_chapters_cite_and_quote_numbers_as_jupyterlab_shows_them():
     assert proc.returncode == 0 and not pending, (
         f"chapters with {{cite}} or {{glue}} markup (run python benchmarks/lab_markup.py on them): "
         f"{pending}\n{proc.stderr[-2000:]}")
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if "part3" in str(p)], ids=lambda p: p.name[:2])
+def test_experiment_bookkeeping_is_folded(path):
+    """In the experiment chapters, the bookkeeping (cells that glue numbers into the prose,
+    and the long cells that check the claims against the records) is folded in the book
+    (hide-input) and in JupyterLab (source_hidden): a reader sees the prose, tables and
+    figures, and the code is one click away. nbval still runs every cell."""
+    nb = nbformat.read(path, as_version=4)
+    open_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                  and ("G.glue(" in c.source or len(c.source.splitlines()) > 60)
+                  and ("hide-input" not in c.metadata.get("tags", [])
+                       or not c.metadata.get("jupyter", {}).get("source_hidden"))]
+    assert not open_cells, (f"{path.name}: bookkeeping cells {open_cells} are not folded: give them the "
+                            "tag hide-input and metadata.jupyter.source_hidden = true")
