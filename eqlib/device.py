@@ -1,6 +1,5 @@
 """Device selection: CUDA when present, else CPU; the ``EQLIB_DEVICE`` variable overrides.
-Importing it also keeps glibc's malloc from holding on to freed tensor memory
-(``_pin_mmap_threshold``).
+And :func:`~eqlib.device.limit_resident_memory`, for a notebook that must stay small.
 
 Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
 """
@@ -14,22 +13,34 @@ import torch
 
 from .validation import show
 
-__all__ = ["default_device"]
+__all__ = ["default_device", "limit_resident_memory"]
 
 #: glibc's initial (and documented default) ``M_MMAP_THRESHOLD``: 128 KiB
 _MMAP_THRESHOLD = 128 * 1024
 
 
-def _pin_mmap_threshold(threshold: int = _MMAP_THRESHOLD) -> bool:
-    """Fix glibc malloc's mmap threshold at ``threshold`` bytes (``mallopt``); True where set.
+def limit_resident_memory(threshold: int = _MMAP_THRESHOLD) -> bool:
+    """Keep glibc's malloc from holding on to freed tensor memory: fix its mmap threshold at
+    ``threshold`` bytes (``mallopt``; default 128 KiB, glibc's initial value). Returns True
+    where it was set.
 
     glibc serves a block of 128 KiB or more with its own mapping, returned to the system
     when freed, but raises that threshold (up to 32 MiB) each time such a block is freed:
     from then on tensors of a few MB (batches, activations, a decoded chunk) come from the
-    heap, whose freed holes stay resident. A notebook that trains networks kept 0.3 GiB so
-    (chapter 11: 0.84 GiB resident after training, 0.50 with the threshold fixed; training
-    as fast). Setting the threshold turns that growth off. Nothing is done off glibc or
-    when ``$MALLOC_MMAP_THRESHOLD_`` is set (glibc has read the user's own then)."""
+    heap, whose freed holes stay resident. Chapter 11's kernel peaked at 1.56 GiB so, and at
+    1.10 GiB with the threshold fixed. The price is speed: a training step of chapter 11's
+    MLP took about 1.2 times as long, of chapter 10's small CNN about 1.5 times
+    (``benchmarks/malloc_threshold.py``). So it is a choice for a notebook that must fit a
+    small machine, never made on import. Nothing is done off
+    glibc, or when ``$MALLOC_MMAP_THRESHOLD_`` is set (glibc has read the user's own then).
+
+    Raises:
+        ValueError: ``threshold`` is not a positive int.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold <= 0:
+        raise ValueError(f"threshold must be a positive int (bytes), got {threshold!r}")
     if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return False
     try:
@@ -40,9 +51,6 @@ def _pin_mmap_threshold(threshold: int = _MMAP_THRESHOLD) -> bool:
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     return mallopt(-3, int(threshold)) == 1  # -3: M_MMAP_THRESHOLD (malloc.h); 1: success
-
-
-_MALLOC_PINNED = _pin_mmap_threshold()
 
 
 def default_device(device: str | torch.device | None = None) -> torch.device:
