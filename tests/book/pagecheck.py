@@ -129,6 +129,11 @@ async () => {
     hrefs: Array.from(document.querySelectorAll("a[href]")).map(a => a.getAttribute("href")),
     players: document.querySelectorAll(".eqlib-player").length,
     rawDirectives: (text.match(/```\{|\{(prf:)?[a-z]+\}`|:label:|:class: dropdown/g) || []).slice(0, 5),
+    // the saved controls of a widget do nothing without a kernel: they must not act clickable
+    liveLookingControls: Array.from(document.querySelectorAll(
+        ".cell_output .jupyter-widgets input, .cell_output .jupyter-widgets select, "
+        + ".cell_output .jupyter-widgets button, .cell_output .jupyter-widgets .noUi-handle"))
+      .filter(e => getComputedStyle(e).pointerEvents !== "none").length,
     // code and printed output that need a horizontal scroll bar, and anything that sticks
     // out of the text column (more than 2 px: glyph overhangs; display math wider than the
     // column scrolls inside its own box)
@@ -211,6 +216,9 @@ def check_page(context, origin: str, html_root: Path, page_rel: str,
         problems.append(f"{facts['views']} widget views but only {facts['renderedWidgets']} rendered (blank widgets)")
     if facts["rawDirectives"]:
         problems.append(f"unrendered directive text: {facts['rawDirectives']}")
+    if facts["liveLookingControls"]:
+        problems.append(f"{facts['liveLookingControls']} saved widget controls look and act clickable "
+                        "in the static page (they do nothing without a kernel)")
     if facts["overflowing"]:
         problems.append(f"content wider than the text column: {facts['overflowing']}")
     if facts["players"]:
