@@ -302,10 +302,10 @@ def structure_verdict(rows: Sequence[Mapping[str, Any]], generic: str = GENERIC)
     """The structure-first hypothesis judged from its ``rows``: a setting *localises* the
     filters when its smallest localisation over seeds exceeds the generic setting's largest;
     it *raises* the categorisation when its smallest categorised count exceeds the generic
-    setting's largest. ``"supported"``: every localising setting raises the count and the
-    rank correlation (Spearman) of localisation and categorised count over all runs is
-    positive; ``"not supported"``: no localising setting raises it; ``"inconclusive"``: no
-    setting localises the filters; ``"mixed"`` otherwise.
+    setting's largest. ``"inconclusive"``: no setting localises the filters; ``"not
+    supported"``: some setting localises them but none raises the count; ``"supported"``:
+    every localising setting raises the count and the rank correlation (Spearman) of
+    localisation and categorised count over all runs is positive; ``"mixed"`` otherwise.
 
     Examples:
         >>> row = lambda name, loc, cat: {"setting": name, "localisation_first64": loc,
