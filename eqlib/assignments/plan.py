@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 import warnings
 from dataclasses import dataclass, field
 
@@ -31,8 +32,15 @@ HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TEST
 SOLUTION = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION", re.M)
 
 
+#: CPython 3.11's AST conversion keeps its recursion depth in interpreter-wide state, so two
+#: threads parsing at once (the grader prepares chapters in a thread pool) can fail with
+#: "SystemError: AST constructor recursion depth mismatch"; and catch_warnings is not
+#: thread-safe either. Parsing is quick: one at a time.
+_PARSE_LOCK = threading.Lock()
+
+
 def _parse(source: str, mode: str = "exec"):
-    with warnings.catch_warnings():
+    with _PARSE_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a chapter's invalid escapes are not the grader's to report
         return ast.parse(source, mode=mode)
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from ..exercises import variants
+from .plan import _parse
 
 EXERCISES = Path(__file__).resolve().parents[1] / "exercises"
 # variants.variant() sets one process-wide variant: students graded in parallel threads
@@ -77,7 +78,7 @@ def public_names(path: Path) -> list[str]:
 
     Chapter: book/teaching (grading).
     """
-    tree = ast.parse(Path(path).read_text())
+    tree = _parse(Path(path).read_text())  # one parse at a time across threads (plan._parse)
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
             names = ast.literal_eval(node.value)
