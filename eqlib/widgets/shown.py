@@ -29,7 +29,7 @@ from typing import Any
 
 __all__ = ["Shown", "ShownText", "EVAL_FORM", "eval_markdown", "shown_code", "setup"]
 
-#: The one form of ``{eval}`` the book accepts: ``G("key")`` or ``G("key", "format")``.
+#: The one form of ``{eval}`` the book accepts, ``G("key")`` or ``G("key", "format")``.
 #:
 #: :meta hide-value:
 EVAL_FORM = re.compile(r'^G\(\s*"(?P<key>[^"\\]+)"\s*(?:,\s*"(?P<fmt>[^"\\]*)"\s*)?\)$')
