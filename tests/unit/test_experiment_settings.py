@@ -19,7 +19,8 @@ from eqlib.experiments import protocol
 from eqlib.train import TrainConfig
 
 #: sha256 (first 16 hex digits) of ``dataclasses.asdict`` of every configuration, computed
-#: with the flat settings of commit 82f7a02 (before the nesting)
+#: with the flat settings of commit 82f7a02 (before the nesting); changed on purpose since:
+#: ``gcnn|medium|invariance|*`` (the medium budget's invariance-loss weight, 10 -> 1)
 PINNED = json.loads((Path(__file__).parent / "experiment_train_configs.json").read_text(encoding="utf-8"))
 
 #: ``settings`` of a medium record made by the code before the nesting (flat)
@@ -109,11 +110,15 @@ def test_flat_legacy_settings_check_against_the_nested_budgets():
         protocol.check_recorded({"settings": {**flat, "lr": 0.5}}, gb.replace(gb.BUDGETS["laptop"], seeds=(3, 4, 5)))
     with pytest.raises(AssertionError, match="colour"):  # a key found nowhere is reported
         protocol.check_recorded({"settings": {**flat, "colour": 1}}, gb.replace(gb.BUDGETS["laptop"], seeds=(3, 4, 5)))
-    # the medium record will come from the old code, flat and with augment_crop at the top
-    protocol.check_recorded({"settings": OLD_MEDIUM}, gb.BUDGETS["medium"])
-    assert protocol.legacy_settings(OLD_MEDIUM, gb.BUDGETS["medium"])["train"]["augment_crop"] == 4
+    # a medium record of the old code (flat, augment_crop at the top, invariance-loss weight 10)
+    # checks against the budget it was made with, and names the weight against today's
+    old_medium = gb.replace(gb.BUDGETS["medium"], train=gb.BUDGETS["medium"].train.replace(penalty_weight=10.0))
+    protocol.check_recorded({"settings": OLD_MEDIUM}, old_medium)
+    with pytest.raises(AssertionError, match=r"settings\.train\.penalty_weight: 10\.0 != 1\.0"):
+        protocol.check_recorded({"settings": OLD_MEDIUM}, gb.BUDGETS["medium"])
+    assert protocol.legacy_settings(OLD_MEDIUM, old_medium)["train"]["augment_crop"] == 4
     with pytest.raises(AssertionError, match="augment_crop"):
-        protocol.check_recorded({"settings": {**OLD_MEDIUM, "augment_crop": 0}}, gb.BUDGETS["medium"])
+        protocol.check_recorded({"settings": {**OLD_MEDIUM, "augment_crop": 0}}, old_medium)
     # a new, nested record checks as it is; allowed changes take dotted keys
     record = {"settings": protocol.settings_dict(protocol.replace_settings(gb.BUDGETS["medium"], {"train.epochs": 9}))}
     protocol.check_recorded(record, gb.BUDGETS["medium"], allowed_changes={"train.epochs"})
