@@ -15,6 +15,12 @@ chapter (measured 17-32 s each for chapters 1-9 with a warm model cache, 5 min f
 whole test on a shared 2-core machine; CI keeps to the ~2 min of the default).
 ``EQLIB_LAB_CHAPTERS`` (comma-separated chapter numbers, e.g. ``02,11``) restricts the test.
 The seconds each chapter takes are printed.
+
+Chapter 11 is opened as a student who downloaded that one notebook has it (issue 23, "Done
+when"): alone in a folder of its own (``downloaded/``), with no ``recorded/`` beside it, so
+every cell runs on the records shipped inside ``eqlib``; the run must write nothing into that
+folder. (This run replaced a separate nbclient run of the chapter's record-reading cells,
+which cost CI 2-4 minutes for a subset of what this run covers.)
 """
 from __future__ import annotations
 
@@ -40,6 +46,9 @@ pytestmark = pytest.mark.book
 RAW_MARKUP = ("{prf:", "{term}", ":label:", "{exercise}", "{solution}", "{cite", "{glue", "{eval}",
               "Citation Not Found", "G(\"")
 WIDGET_CHAPTER = "book/part1/02_groups_and_actions"
+#: opened alone, from a folder with nothing else in it (see the docstring)
+LONE_CHAPTER = "book/part3/11_cifar_mlp"
+LONE_FOLDER = "downloaded"
 _ONLY = [c.strip() for c in os.environ.get("EQLIB_LAB_CHAPTERS", "").split(",") if c.strip()]
 CHAPTERS = [p for p in chapter_pages() if not _ONLY or Path(p).name[:2] in _ONLY]
 RUN_ALL = os.environ.get("EQLIB_LAB_RUN_ALL") == "1"
@@ -66,6 +75,9 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     shutil.copytree(REPO / "book", root / "book",
                     ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints", "_assets"))
+    lone = root / LONE_FOLDER
+    lone.mkdir()
+    shutil.copy2(REPO / f"{LONE_CHAPTER}.ipynb", lone)  # the notebook alone, no recorded/ beside it
     settings = root / ".settings"
     tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
@@ -98,7 +110,7 @@ def lab(tmp_path_factory):
             pytest.fail("JupyterLab did not start in 60 s:\n" + (root / "lab.log").read_text()[-3000:])
         if proc.poll() is not None:
             pytest.fail("JupyterLab exited:\n" + (root / "lab.log").read_text()[-3000:])
-        yield url, token
+        yield url, token, root
     finally:
         proc.terminate()
         try:
@@ -187,7 +199,7 @@ _FACTS = """
 def tab(lab):
     """One Chromium page with JupyterLab loaded, shared by the chapters (a page load costs
     seconds); only the server's own address is reachable."""
-    url, token = lab
+    url, token, _ = lab
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                      args=["--no-sandbox", "--disable-gpu"])
@@ -223,14 +235,15 @@ async () => {
 
 
 @pytest.mark.parametrize("page", CHAPTERS, ids=[Path(p).name[:2] for p in CHAPTERS])
-def test_chapter_runs_and_renders_in_jupyterlab(tab, page):
+def test_chapter_runs_and_renders_in_jupyterlab(lab, tab, page):
     start = time.time()
     written = sum(c.source.count("{eval}`") for c in nbformat.read(REPO / f"{page}.ipynb", as_version=4).cells
                   if c.cell_type == "markdown")
-    tab.evaluate(_OPEN_CHAPTER, f"{page}.ipynb")
+    path = f"{LONE_FOLDER}/{Path(page).name}.ipynb" if page == LONE_CHAPTER else f"{page}.ipynb"
+    tab.evaluate(_OPEN_CHAPTER, path)
     tab.wait_for_function("(name) => { const w = window.jupyterapp.shell.currentWidget;"
-                          " return w && w.context && w.context.path.endsWith(name) && w.content.model; }",
-                          arg=f"{page}.ipynb", timeout=60_000)
+                          " return w && w.context && w.context.path === name && w.content.model; }",
+                          arg=path, timeout=60_000)
     # run where the page needs the kernel: {eval} numbers, the widget (see the docstring)
     run = RUN_ALL or written > 0 or page == WIDGET_CHAPTER
     try:
@@ -268,6 +281,11 @@ def test_chapter_runs_and_renders_in_jupyterlab(tab, page):
             f"solutions must be folded away: {facts['solutions']} found, {facts['openSolutions']} open"
         if page == WIDGET_CHAPTER:
             _check_widget(tab)
+        if page == LONE_CHAPTER:  # it ran on eqlib's own records and wrote nothing beside itself
+            assert run and facts["executed"] == facts["codeCells"], facts
+            left = sorted(p.name for p in (lab[2] / LONE_FOLDER).iterdir())
+            assert left in ([f"{Path(page).name}.ipynb"], [".ipynb_checkpoints", f"{Path(page).name}.ipynb"]), \
+                f"the chapter wrote into the student's folder: {left}"
     finally:  # the next chapter starts a kernel of its own: stop this one (memory), close it
         tab.evaluate(_CLOSE_CHAPTER)
     print(f"JupyterLab test, {page}: {time.time() - start:.0f} s" + ("" if run else " (not run)"))
