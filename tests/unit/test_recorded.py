@@ -22,9 +22,9 @@ from eqlib.experiments import protocol, records
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "eqlib" / "recorded"
-#: known records not recorded yet (benchmarks/gpu_check.sh, benchmarks/record_medium.sh,
+#: known records not recorded yet (benchmarks/gpu_check.sh,
 #: benchmarks/record_hypotheses.sh)
-NOT_YET = {"gcnn_barrier_full.json", "gcnn_barrier_medium.json", "pairing_hypotheses_full.json"}
+NOT_YET = {"gcnn_barrier_full.json", "pairing_hypotheses_full.json"}
 
 
 def test_every_shipped_record_loads_from_any_working_folder(tmp_path, monkeypatch):
