@@ -326,9 +326,10 @@ CLI_EPILOG = """budgets (measured run times; "not measured" where no run backs a
           (batch 500, lr 0.08, warm-up and linear decay), 10,000 test images: a CPU
           record, resumable (benchmarks/record_medium.sh). CPU, OMP_NUM_THREADS=1 on
           2 cores shared with other jobs: 20-35 s per epoch for a plain network
-          (about 5-8 min each), test accuracy 75.6-75.9 % (plain, seeds 0-2); a
-          barrier measurement with its 11-point curve took 13 min, one without a
-          curve under a minute. The whole record: not measured.
+          (about 5-8 min each), test accuracy 75.6-75.9 % (plain, seeds 0-2); the
+          24 barrier measurements took 36 min on one thread at nice 19 (40-93 s
+          each, the longest those with an 11-point curve). The whole record's
+          training was spread over several sessions: not measured end to end.
   ci      an old name of laptop, still accepted (older scripts, CI).
 
 outputs in --out (written to a temporary folder beside --out and moved in at
