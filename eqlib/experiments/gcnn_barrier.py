@@ -63,8 +63,9 @@ from .barrier_filters import (filter_distance, gcnn_filter_distance, min_scaled_
 from .barrier_merge import (MergeData, gcnn_barrier, interpolation_curve, load_merge_data, merge_barrier,
                             summarize)
 from .barrier_report import _figures, output_stem, summary_table, summary_table_html, summary_text
-from .barrier_settings import (BUDGETS, MEDIUM_EPOCHS, VARIANTS, BarrierBudget, CropBudget, apply_overrides,
-                               build_network, network_seeds, settings, train_config)
+from .barrier_settings import (BUDGETS, MEDIUM_EPOCHS, MEDIUM_INVARIANCE_EPOCHS, VARIANTS, BarrierBudget,
+                               CropBudget, apply_overrides, build_network, network_seeds, settings,
+                               train_config)
 
 __all__ = ["VARIANTS", "BarrierBudget", "CropBudget", "BUDGETS", "MergeData", "load_merge_data", "build_network",
            "train_config", "train_networks", "gcnn_barrier", "merge_barrier", "interpolation_curve",
@@ -73,7 +74,7 @@ __all__ = ["VARIANTS", "BarrierBudget", "CropBudget", "BUDGETS", "MergeData", "l
            "rescale_channels", "network_seeds", "apply_overrides", "PARTS", "EXPERIMENT", "settings"]
 # the settings, merges, filter distances and reports live in barrier_settings, barrier_merge,
 # barrier_filters and barrier_report; their names stay importable from here (chapter 10 reads gb.<name>)
-_MOVED = (MEDIUM_EPOCHS, output_stem, summary_text, replace)
+_MOVED = (MEDIUM_EPOCHS, MEDIUM_INVARIANCE_EPOCHS, output_stem, summary_text, replace)
 
 
 def _autocast(b: BarrierBudget, device) -> contextlib.AbstractContextManager:
@@ -114,19 +115,20 @@ def train_networks(b: BarrierBudget, train_data, *, device=None, progress: bool 
             nets = []
             for s in network_seeds(b):
                 name, cpu = f"{variant}@{w:g} seed {s}", [time.process_time()]
+                config = train_config(variant, s, b)
 
-                def epoch_done(epoch, model, history, name=name, cpu=cpu):
+                def epoch_done(epoch, model, history, name=name, cpu=cpu, epochs=config.epochs):
                     used, cpu[0] = time.process_time() - cpu[0], time.process_time()  # this process's CPU time
                     test = "" if test_data is None else \
                         f", test {100 * evaluate_accuracy(model, *test_data, batch_size=1000):.2f} %"
-                    log(f"{name}: epoch {epoch}/{b.train.epochs} in {history['seconds'][-1]:.1f} s (CPU time "
+                    log(f"{name}: epoch {epoch}/{epochs} in {history['seconds'][-1]:.1f} s (CPU time "
                         f"{used:.0f} s), train loss {history['task_loss'][-1]:.4f}, train "
                         f"{100 * history['accuracy'][-1]:.2f} %{test}")
 
                 t0 = time.perf_counter()
                 with _autocast(b, dev):
                     res = cached_train(lambda: build_network(variant, w, s, b).to(memory_format=fmt),
-                                       train_config(variant, s, b), train_data, device=dev, progress=progress,
+                                       config, train_data, device=dev, progress=progress,
                                        cache_key_extra=extra or None,
                                        hooks={"after_epoch": epoch_done} if log else None,
                                        **image_preset(tuple(train_data[0].shape[1:])))
@@ -210,7 +212,9 @@ def run_experiment(budget: str | BarrierBudget | None = None, *, device=None, da
         networks, data: reuse :func:`train_networks` / :func:`load_merge_data` outputs.
         cache: keep the results as JSON under ``cache_dir("results")``, keyed by the budget,
             the networks' weights and the data, and reuse them (``from_cache`` is then True);
-            each merge is cached on its own too, so an interrupted run resumes merge by merge.
+            each merge is cached on its own too, keyed by its networks' weights, the data and
+            the curve's points, so an interrupted run resumes merge by merge and a changed
+            budget re-measures only the merges of networks it changed.
         log: called with one line per merge measured (its seconds), e.g. ``print``.
 
     Returns:
@@ -246,9 +250,11 @@ def run_experiment(budget: str | BarrierBudget | None = None, *, device=None, da
         net_ids = [{k: content_hash(t) for k, t in n.state_dict().items()} for n in nets]
 
         def measured(name, idx, alphas, fn):
-            # one merge, cached on its own (so an interrupted run resumes merge by merge)
-            merge_key = config_hash({"budget": asdict(b), "version": _RESULTS_VERSION, "merge": name,
-                                     "alphas": alphas, "nets": [net_ids[i] for i in idx], "data": data_id})
+            # one merge, cached on its own (so an interrupted run resumes merge by merge), keyed
+            # by what it reads: the networks' and the data's bytes, the curve's points, the code's
+            # version (a budget change that leaves a variant's networks alone keeps its merges)
+            merge_key = config_hash({"version": _RESULTS_VERSION, "merge": name, "alphas": alphas,
+                                     "nets": [net_ids[i] for i in idx], "data": data_id})
             merge_path = _cache_path(f"gcnn_merge-{merge_key}.json") if cache else None
             found = _load_cached(merge_path) if merge_path is not None else None
             if found is not None:

@@ -20,7 +20,8 @@ from eqlib.train import TrainConfig
 
 #: sha256 (first 16 hex digits) of ``dataclasses.asdict`` of every configuration, computed
 #: with the flat settings of commit 82f7a02 (before the nesting); changed on purpose since:
-#: ``gcnn|medium|invariance|*`` (the medium budget's invariance-loss weight, 10 -> 1)
+#: ``gcnn|medium|invariance|*`` (the medium budget's invariance-loss weight, 10 -> 1; then
+#: its invariance networks' epochs, 15 -> 25)
 PINNED = json.loads((Path(__file__).parent / "experiment_train_configs.json").read_text(encoding="utf-8"))
 
 #: ``settings`` of a medium record made by the code before the nesting (flat)
@@ -112,7 +113,8 @@ def test_flat_legacy_settings_check_against_the_nested_budgets():
         protocol.check_recorded({"settings": {**flat, "colour": 1}}, gb.replace(gb.BUDGETS["laptop"], seeds=(3, 4, 5)))
     # a medium record of the old code (flat, augment_crop at the top, invariance-loss weight 10)
     # checks against the budget it was made with, and names the weight against today's
-    old_medium = gb.replace(gb.BUDGETS["medium"], train=gb.BUDGETS["medium"].train.replace(penalty_weight=10.0))
+    old_medium = gb.replace(gb.BUDGETS["medium"], train=gb.BUDGETS["medium"].train.replace(penalty_weight=10.0),
+                            invariance_epochs=0)
     protocol.check_recorded({"settings": OLD_MEDIUM}, old_medium)
     with pytest.raises(AssertionError, match=r"settings\.train\.penalty_weight: 10\.0 != 1\.0"):
         protocol.check_recorded({"settings": OLD_MEDIUM}, gb.BUDGETS["medium"])

@@ -1,6 +1,7 @@
 """The GCNN-barrier pipeline on untrained networks (no data set, no training)."""
 import copy
 import json
+import re
 
 import pytest
 import torch
@@ -373,9 +374,23 @@ def test_medium_budget_is_vgg11_at_one_eighth_on_all_images():
     assert b.amp == "none" and not b.channels_last  # a CPU budget
     for variant in gb.VARIANTS:  # the crops for every variant, the flips as the variants say
         cfg = gb.train_config(variant, 0, b)
-        assert cfg.augment_crop == 4 and cfg.epochs == gb.MEDIUM_EPOCHS
+        assert cfg.augment_crop == 4
+        assert cfg.epochs == (gb.MEDIUM_INVARIANCE_EPOCHS if variant == "invariance" else gb.MEDIUM_EPOCHS)
         assert cfg.augment_mirror == (variant in ("mirror", "invariance"))
+    assert gb.MEDIUM_INVARIANCE_EPOCHS > gb.MEDIUM_EPOCHS
     assert gb.train_config("plain", 0, gb.BUDGETS["laptop"]).augment_crop == 0
+
+
+def test_invariance_epochs_train_only_the_invariance_variant_longer():
+    b = gb.BUDGETS["laptop"]
+    assert b.invariance_epochs == 0  # 0: the budget's epochs, for every variant
+    longer = gb.replace(b, invariance_epochs=7)
+    assert gb.train_config("invariance", 1, longer) == gb.train_config("invariance", 1, b).replace(epochs=7)
+    for variant in ("plain", "mirror", "gcnn"):
+        assert gb.train_config(variant, 1, longer) == gb.train_config(variant, 1, b)
+    for bad in (-1, 2.5, True, "3"):
+        with pytest.raises(ValueError, match=r"invariance_epochs must be an int >= 0.*" + re.escape(repr(bad))):
+            gb.replace(b, invariance_epochs=bad)
 
 
 def test_random_crops_are_windows_of_the_zero_padded_images():
@@ -487,6 +502,16 @@ def test_barrier_measurements_resume_merge_by_merge(tmp_path, monkeypatch):
     assert [line.split(":")[0] for line in lines] == ["plain@1 two_network 0-2", "plain@1 two_network 1-2"]
     for key in ("cells", "claims"):
         assert json.dumps(results[key], sort_keys=True) == json.dumps(reference[key], sort_keys=True)
+    # a merge is keyed by what it reads: a budget change that leaves these networks alone
+    # (the invariance networks' epochs) measures nothing again; other networks measure anew
+    lines = []
+    again = gb.run_experiment(gb.replace(b, invariance_epochs=5), device="cpu", networks=networks, data=data,
+                              log=lines.append)
+    assert lines == [] and again["cells"] == results["cells"]
+    other = {("plain", 1.0): [gb.build_network("plain", 1.0, s, b) for s in (3, 1, 2)]}
+    gb.run_experiment(b, device="cpu", networks=other, data=data, log=lines.append)
+    assert [line.split(":")[0] for line in lines] == [
+        "plain@1 self_flip 0", "plain@1 two_network 0-1", "plain@1 two_network 0-2"]
 
 
 def test_record_medium_script_runs_the_medium_budget_niced_logged_and_locked(tmp_path):
