@@ -194,6 +194,9 @@ def load_json(path: str | os.PathLike, required: Sequence[str] = ("settings",)) 
 #: :func:`~eqlib.experiments.records.load_recorded` checks. ``gcnn_barrier_full.json`` is
 #: written there by ``benchmarks/gpu_check.sh`` and absent until a GPU session records it;
 #: ``gcnn_barrier_medium.json`` by ``benchmarks/record_medium.sh`` (hours on a CPU);
+#: ``gcnn_barrier_medium_15.json`` is the medium record made before its invariance networks
+#: trained 25 epochs (every network 15; today's command for it adds
+#: ``--set invariance_epochs=0``);
 #: ``pairing_hypotheses_full.json`` by ``benchmarks/record_hypotheses.sh`` (about 60–80
 #: CPU-minutes).
 RECORDS: dict[str, tuple[str, ...]] = {
@@ -203,6 +206,7 @@ RECORDS: dict[str, tuple[str, ...]] = {
     "cifar_mlp_search.json": ("base", "variants", "rows", "summary"),
     "gcnn_barrier_laptop.json": ("budget", "cells"),
     "gcnn_barrier_medium.json": ("budget", "cells"),
+    "gcnn_barrier_medium_15.json": ("budget", "cells"),
     "gcnn_barrier_full.json": ("budget", "cells"),
     "pairing_hypotheses_full.json": ("settings", "hypotheses", "picture"),
     "negated_copies_laptop.json": ("settings", "thresholds", "runs", "command"),
