@@ -329,13 +329,16 @@ CLI_EPILOG = """budgets (measured run times; "not measured" where no run backs a
   medium  VGG11's layers at 1/8 width (8,M,16,M,32,32,M,64,64,M,64,64,M), 4 variants
           x 3 networks, all 50,000 images with 4-pixel crops (every variant) and
           flips (mirror, invariance; invariance-loss weight 1), 15 epochs of SGD
-          (batch 500, lr 0.08, warm-up and linear decay), 10,000 test images: a CPU
-          record, resumable (benchmarks/record_medium.sh). CPU, OMP_NUM_THREADS=1 on
-          2 cores shared with other jobs: 20-35 s per epoch for a plain network
-          (about 5-8 min each), test accuracy 75.6-75.9 % (plain, seeds 0-2); the
-          24 barrier measurements took 36 min on one thread at nice 19 (40-93 s
-          each, the longest those with an 11-point curve). The whole record's
-          training was spread over several sessions: not measured end to end.
+          (25 for the invariance networks; batch 500, lr 0.08, warm-up and linear
+          decay), 10,000 test images: a CPU record, resumable
+          (benchmarks/record_medium.sh). CPU, OMP_NUM_THREADS=1 on 2 cores shared
+          with other jobs: 20-35 s per epoch for a plain network (about 5-8 min
+          each), test accuracy 75.6-75.9 % (plain, seeds 0-2); the three invariance
+          networks trained side by side in 32 min (about 45 s per epoch, 90 s with
+          the loss), 77.3-77.6 %; the 24 barrier measurements took 36 min on one
+          thread at nice 19 (40-93 s each, the longest those with an 11-point
+          curve). The whole record's training was spread over several sessions: not
+          measured end to end.
   ci      an old name of laptop, still accepted (older scripts, CI).
 
 outputs in --out (written to a temporary folder beside --out and moved in at
