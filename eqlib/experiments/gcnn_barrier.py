@@ -334,10 +334,11 @@ CLI_EPILOG = """budgets (measured run times; "not measured" where no run backs a
           (benchmarks/record_medium.sh). CPU, OMP_NUM_THREADS=1 on 2 cores shared
           with other jobs: 20-35 s per epoch for a plain network (about 5-8 min
           each), test accuracy 75.6-75.9 % (plain, seeds 0-2); the three invariance
-          networks trained side by side in 32 min (about 45 s per epoch, 90 s with
-          the loss), 77.3-77.6 %; the 24 barrier measurements took 36 min on one
-          thread at nice 19 (40-93 s each, the longest those with an 11-point
-          curve; the record made with 15-epoch invariance networks); the record
+          networks trained side by side in 32 min (45-77 s per epoch, 62-98 s with
+          the loss, each with a test evaluation), 77.3-77.6 %; the 24 barrier
+          measurements took 36 min on one thread at nice 19 (40-93 s each, the
+          longest those with an 11-point curve; the record made with 15-epoch
+          invariance networks); the record
           again with them at 25 measured their six merges in 4 min on two threads
           (the other 18 from the cache). The whole record's training was spread
           over several sessions: not measured end to end.
