@@ -45,14 +45,16 @@ from ..budget import BUDGETS as BUDGET_NAMES
 from ..budget import budget_choices
 from . import writable_folder
 from .outputs import OutputsKept, check_targets, output_name, staged_outputs, text_table, write_outputs
-from .records import (NONFINITE_KEY, RECORDS, _fields, _is_settings, check_recorded, legacy_settings, load_json,
-                      load_recorded, numbers_differ, settings_dict, strict_json, write_json)
+from .records import (NONFINITE_KEY, RECORDED_FIGURES, RECORDS, _fields, _is_settings, check_recorded,
+                      legacy_settings, load_json, load_recorded, numbers_differ, recorded_figure,
+                      recorded_figure_png, settings_dict, strict_json, write_json)
 
 __all__ = ["Experiment", "ExperimentCLI", "RunOptions", "main", "setting_keys", "replace_settings", "check_nested",
            "legacy_settings", "settings", "settings_dict", "parse_setting", "parse_settings", "parse_seeds",
            "build_parser", "parse_args", "write_json", "strict_json", "load_json", "check_recorded",
            "numbers_differ", "output_name", "check_targets", "staged_outputs", "write_outputs",
-           "OutputsKept", "text_table", "NONFINITE_KEY", "RECORDS", "load_recorded"]
+           "OutputsKept", "text_table", "NONFINITE_KEY", "RECORDS", "load_recorded",
+           "RECORDED_FIGURES", "recorded_figure", "recorded_figure_png"]
 
 S = TypeVar("S")
 

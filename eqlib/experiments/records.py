@@ -9,7 +9,9 @@ restoring the noted
 non-finite numbers and checking the keys a chapter reads.
 :func:`~eqlib.experiments.records.load_recorded` reads the recorded runs the chapters show,
 which ship inside the package (``eqlib/recorded/``, read through
-``importlib.resources``), so a chapter runs wherever its notebook is opened.
+``importlib.resources``), so a chapter runs wherever its notebook is opened;
+:func:`~eqlib.experiments.records.recorded_figure` shows the figures recorded with them
+(``eqlib/recorded/figures/``) the same way.
 :func:`~eqlib.experiments.records.check_recorded` checks that a recorded run was made with
 a budget's settings (:func:`~eqlib.experiments.records.legacy_settings` reads settings that
 older code recorded flat). :mod:`eqlib.experiments.protocol` re-exports every name.
@@ -32,8 +34,8 @@ from typing import Any
 from ..io import atomic_write, json_object
 from ..validation import check_bool, check_choice, show
 
-__all__ = ["NONFINITE_KEY", "RECORDS", "strict_json", "write_json", "load_json", "load_recorded",
-           "settings_dict", "legacy_settings", "numbers_differ", "check_recorded"]
+__all__ = ["NONFINITE_KEY", "RECORDS", "RECORDED_FIGURES", "strict_json", "write_json", "load_json",
+           "load_recorded", "recorded_figure_png", "recorded_figure", "settings_dict", "legacy_settings", "numbers_differ", "check_recorded"]
 
 
 #: the key under which :func:`~eqlib.experiments.records.write_json` notes the non-finite
@@ -252,6 +254,69 @@ def load_recorded(name: str, missing_ok: bool = False) -> dict[str, Any] | None:
                                 "recording (benchmarks/gpu_check.sh for the full budgets)")
     with importlib.resources.as_file(resource) as path:
         return load_json(path, required=RECORDS[name])
+
+
+#: the figures recorded with the runs (chapter 11's filter grids, PNG), shipped in
+#: ``eqlib/recorded/figures/`` and read by :func:`~eqlib.experiments.records.recorded_figure`
+RECORDED_FIGURES: tuple[str, ...] = (
+    "filters_gelu-classifier.png", "filters_tanh-autoencoder.png",
+    "cifar_mlp_search_filters_0.png", "cifar_mlp_search_filters_1.png",
+    "cifar_mlp_search_filters_2.png", "cifar_mlp_search_filters_3.png")
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def recorded_figure_png(name: str) -> bytes:
+    """The PNG bytes of the recorded figure ``name`` (one of
+    :data:`~eqlib.experiments.records.RECORDED_FIGURES`), read from the package's
+    ``eqlib/recorded/figures/`` through ``importlib.resources``, wherever the chapter is
+    opened.
+
+    Raises:
+        TypeError: ``name`` is not a str.
+        ValueError: ``name`` is not one of the known figures, or the file is not a PNG.
+        FileNotFoundError: the figure is known but not in this eqlib.
+
+    Chapter: *Reproducing the CIFAR-10 experiment* (book/part3/11_cifar_mlp).
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a recorded figure's file name (a str), got {show(name)}")
+    check_choice("name", name, RECORDED_FIGURES)
+    resource = importlib.resources.files("eqlib").joinpath("recorded", "figures", name)
+    if not resource.is_file():
+        raise FileNotFoundError(f"the recorded figure {name!r} is not in this eqlib ({resource})")
+    data = resource.read_bytes()
+    if not data.startswith(_PNG_SIGNATURE):
+        raise ValueError(f"the recorded figure {name!r} is not a PNG file")
+    return data
+
+
+def recorded_figure(name: str, alt: str):
+    """The recorded figure ``name`` as an image with the description ``alt``, for a
+    notebook cell to show: an ``IPython.display.HTML`` holding one ``<img>`` (the PNG
+    inline, at most the column's width, ``alt`` escaped), so the figure shows in the book,
+    in JupyterLab and in a notebook downloaded alone, with no file beside it.
+
+    Raises:
+        TypeError: ``alt`` is not a str (and as
+            :func:`~eqlib.experiments.records.recorded_figure_png`).
+        ValueError: ``alt`` is empty (and as
+            :func:`~eqlib.experiments.records.recorded_figure_png`).
+
+    Chapter: *Reproducing the CIFAR-10 experiment*.
+    """
+    import base64
+    import html
+
+    from IPython.display import HTML
+
+    if not isinstance(alt, str):
+        raise TypeError(f"alt must be the figure's description (a str), got {show(alt)}")
+    if not alt.strip():
+        raise ValueError("alt must describe the figure, got an empty string")
+    data = base64.b64encode(recorded_figure_png(name)).decode("ascii")
+    return HTML(f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt, quote=True)}" '
+                f'style="max-width: 100%; height: auto">')
 
 
 # --------------------------------------------------------------------------- settings in records

@@ -3,7 +3,8 @@
 A JupyterLab server on 127.0.0.1 (a free port, a random token) serves a copy of ``book/``;
 Chromium opens each chapter of ``_toc.yml`` and the test asserts what a student must see:
 MyST markup rendered (no raw ``{prf:``, ``{term}``, ``{glue}``, ``{cite}`` or ``:label:``),
-no "Citation Not Found", no math errors (red macros), solutions folded away.
+no "Citation Not Found", no math errors (red macros), no image that fails to load, solutions
+folded away.
 
 The chapters whose page needs the kernel are run (every cell, markdown cells too): those
 that write ``{eval}`G("key", "fmt")``` numbers into their prose (chapter 11: every number
@@ -187,7 +188,14 @@ _FACTS = """
       .map(e => `${e.expression}: ${JSON.stringify(e.result).slice(0, 200)}`);
   const solutions = Array.from(panel.node.querySelectorAll("details"))
       .filter(d => /solution/i.test(d.innerText.split("\\n")[0] || ""));
+  // an image that loaded as nothing (a path that does not resolve, e.g. a file that is not
+  // beside a notebook opened alone)
+  const images = Array.from(panel.node.querySelectorAll("img"));
+  const brokenImages = images.filter(i => i.complete && i.naturalWidth === 0)
+      .map(i => `${i.getAttribute("alt") || ""} <${(i.getAttribute("src") || "").slice(0, 60)}>`);
+  const imageAlts = images.map(i => i.getAttribute("alt") || "");
   return {errors, text, mathErrors: mathErrors.filter(m => !/Citation/.test(m)), citations, math, expressions: expressions.length, badExpressions,
+          brokenImages, imageAlts,
           solutions: solutions.length, openSolutions: solutions.filter(d => d.open).length,
           codeCells: cells.filter(c => c.type === "code").length,
           executed: cells.filter(c => c.type === "code" && c.executionCount !== null).length};
@@ -264,7 +272,7 @@ def test_chapter_runs_and_renders_in_jupyterlab(lab, tab, page):
         shot = os.environ.get("EQLIB_LAB_SCREENSHOT")
         if shot:  # for a look at what the student sees
             tab.screenshot(path=shot.replace(".png", f"-{Path(page).name[:2]}.png"), full_page=True)
-        print({k: v for k, v in facts.items() if k != "text"})
+        print({k: v for k, v in facts.items() if k not in ("text", "imageAlts")})
         assert facts["executed"] == (facts["codeCells"] if run else 0), facts
         assert not facts["errors"], f"error outputs: {facts['errors']}"
         assert not facts["badExpressions"], f"{{eval}} numbers that failed: {facts['badExpressions']}"
@@ -277,12 +285,16 @@ def test_chapter_runs_and_renders_in_jupyterlab(lab, tab, page):
         assert not facts["citations"], \
             f"citations JupyterLab cannot resolve (run benchmarks/lab_markup.py): {facts['citations']}"
         assert not facts["mathErrors"], f"math errors (undefined macros?): {facts['mathErrors']}"
+        assert not facts["brokenImages"], f"images that do not load: {facts['brokenImages']}"
         assert facts["solutions"] >= 1 and facts["openSolutions"] == 0, \
             f"solutions must be folded away: {facts['solutions']} found, {facts['openSolutions']} open"
         if page == WIDGET_CHAPTER:
             _check_widget(tab)
         if page == LONE_CHAPTER:  # it ran on eqlib's own records and wrote nothing beside itself
             assert run and facts["executed"] == facts["codeCells"], facts
+            # its recorded figures came from eqlib (a relative path would be broken here)
+            shown = [a for a in facts["imageAlts"] if a.startswith("First 64 filters")]
+            assert len(shown) == 6, f"recorded figures shown: {shown}"
             left = sorted(p.name for p in (lab[2] / LONE_FOLDER).iterdir())
             assert left in ([f"{Path(page).name}.ipynb"], [".ipynb_checkpoints", f"{Path(page).name}.ipynb"]), \
                 f"the chapter wrote into the student's folder: {left}"

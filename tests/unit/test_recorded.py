@@ -120,11 +120,14 @@ def test_a_built_wheel_ships_the_records_and_reads_them(tmp_path):
     shipped = sorted(p.name for p in FOLDER.glob("*.json"))
     assert len(shipped) >= 5, shipped
     missing = [n for n in shipped if f"eqlib/recorded/{n}" not in names]
+    missing += [n for n in records.RECORDED_FIGURES if f"eqlib/recorded/figures/{n}" not in names]
     assert not missing, f"the wheel lacks {missing}: see [tool.setuptools.package-data]"
     # read back from the wheel itself, from a folder with no recorded/ beside it
     code = ("import json, sys, eqlib\n"
             "from eqlib.experiments.records import load_recorded\n"
             "assert eqlib.__file__.startswith(sys.argv[1]), eqlib.__file__\n"
+            "from eqlib.experiments.records import RECORDED_FIGURES, recorded_figure_png\n"
+            "assert all(len(recorded_figure_png(n)) > 1000 for n in RECORDED_FIGURES)\n"
             "print(json.dumps({n: sorted(load_recorded(n)) for n in sys.argv[2:]}))\n")
     env = dict(os.environ, PYTHONPATH=str(wheel))
     proc = subprocess.run([sys.executable, "-c", code, str(wheel), *shipped], cwd=tmp_path,
@@ -132,3 +135,63 @@ def test_a_built_wheel_ships_the_records_and_reads_them(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     keys = json.loads(proc.stdout.strip().splitlines()[-1])
     assert keys == {n: sorted(records.load_recorded(n)) for n in shipped}
+
+
+# --------------------------------------------------------------------------- recorded figures
+
+def test_recorded_figures_ship_inside_eqlib_and_show_from_any_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing beside the working folder
+    shipped = sorted(p.name for p in (FOLDER / "figures").glob("*.png"))
+    assert shipped == sorted(records.RECORDED_FIGURES)
+    for name in records.RECORDED_FIGURES:
+        png = records.recorded_figure_png(name)
+        assert png == (FOLDER / "figures" / name).read_bytes() and png[:4] == b"\x89PNG"
+    shown = records.recorded_figure("filters_tanh-autoencoder.png", 'Tanh <filters> & "pairs"')
+    html = shown._repr_html_() if hasattr(shown, "_repr_html_") else shown.data
+    assert html.startswith('<img src="data:image/png;base64,') and html.count("<img") == 1
+    assert 'alt="Tanh &lt;filters&gt; &amp; &quot;pairs&quot;"' in html  # escaped
+    assert "max-width: 100%" in html
+    assert protocol.recorded_figure is records.recorded_figure
+
+
+def test_recorded_figures_refuse_unknown_names_bad_descriptions_and_non_png(monkeypatch, tmp_path):
+    for bad in ["../figures/filters_tanh-autoencoder.png", "figures/filters_tanh-autoencoder.png",
+                "filters_tanh-autoencoder", "cifar_mlp_full.json", "", "/etc/passwd"]:
+        with pytest.raises(ValueError, match="name must be one of"):
+            records.recorded_figure_png(bad)
+    with pytest.raises(TypeError, match="name must be"):
+        records.recorded_figure_png(Path("filters_tanh-autoencoder.png"))
+    with pytest.raises(TypeError, match="alt must be"):
+        records.recorded_figure("filters_tanh-autoencoder.png", None)
+    with pytest.raises(ValueError, match="alt must describe"):
+        records.recorded_figure("filters_tanh-autoencoder.png", "  ")
+    # a known name whose file is missing, or is not a PNG
+    monkeypatch.setattr(records.importlib.resources, "files", lambda package: tmp_path)
+    with pytest.raises(FileNotFoundError, match="filters_tanh-autoencoder.png"):
+        records.recorded_figure_png("filters_tanh-autoencoder.png")
+    (tmp_path / "recorded" / "figures").mkdir(parents=True)
+    (tmp_path / "recorded" / "figures" / "filters_tanh-autoencoder.png").write_text("<html>")
+    with pytest.raises(ValueError, match="not a PNG"):
+        records.recorded_figure_png("filters_tanh-autoencoder.png")
+
+
+#: an image in markdown by a path beside the notebook: ![..](file) or <img src="file">
+_LOCAL_IMAGE = re.compile(r"""!\[[^\]]*\]\((?!https?:|data:)([^)\s]+)|<img[^>]*\ssrc=["'](?!https?:|data:)([^"']+)""")
+
+
+def test_no_chapter_shows_an_image_from_a_file_beside_it():
+    """A chapter opened alone (downloaded, Colab) has nothing beside it: its figures come
+    from cells (recorded ones through ``recorded_figure``), never from a relative path."""
+    hits = []
+    for path in sorted(REPO.glob("book/**/*.ipynb")):
+        if ".ipynb_checkpoints" in path.parts or "_build" in path.parts:
+            continue
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                hits += [f"{path.relative_to(REPO)}: {m.group(0)[:80]}"
+                         for m in _LOCAL_IMAGE.finditer(cell.source)]
+    assert not hits, "\n".join(hits)
+    assert _LOCAL_IMAGE.search("![grid](recorded/filters.png)")
+    assert _LOCAL_IMAGE.search('<img alt="x" src="figs/a.png">')
+    assert not _LOCAL_IMAGE.search("![logo](https://example.org/a.png)")
+
