@@ -20,8 +20,8 @@ from ..models.cnn import VGG, MirrorGCNN
 from ..train import TrainConfig
 from . import protocol
 
-__all__ = ["VARIANTS", "BarrierBudget", "CropBudget", "MEDIUM_EPOCHS", "MEDIUM_INVARIANCE_EPOCHS", "BUDGETS", "network_seeds",
-           "build_network", "train_config", "apply_overrides", "settings"]
+__all__ = ["VARIANTS", "BarrierBudget", "CropBudget", "MEDIUM_EPOCHS", "MEDIUM_INVARIANCE_EPOCHS", "BUDGETS",
+           "network_seeds", "build_network", "train_config", "apply_overrides", "settings"]
 
 #: The training variants (plain, mirror augmentation, augmentation + invariance loss, mirror-GCNN).
 VARIANTS = ("plain", "mirror", "invariance", "gcnn")

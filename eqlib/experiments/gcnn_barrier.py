@@ -338,10 +338,10 @@ CLI_EPILOG = """budgets (measured run times; "not measured" where no run backs a
           the loss, each with a test evaluation), 77.3-77.6 %; the 24 barrier
           measurements took 36 min on one thread at nice 19 (40-93 s each, the
           longest those with an 11-point curve; the record made with 15-epoch
-          invariance networks); the record
-          again with them at 25 measured their six merges in 4 min on two threads
-          (the other 18 from the cache). The whole record's training was spread
-          over several sessions: not measured end to end.
+          invariance networks); the record again with them at 25 measured their
+          six merges in 4 min on two threads (the other 18 from the cache). The
+          whole record's training was spread over several sessions: not measured
+          end to end.
   ci      an old name of laptop, still accepted (older scripts, CI).
 
 outputs in --out (written to a temporary folder beside --out and moved in at

@@ -35,7 +35,8 @@ from ..io import atomic_write, json_object
 from ..validation import check_bool, check_choice, show
 
 __all__ = ["NONFINITE_KEY", "RECORDS", "RECORDED_FIGURES", "strict_json", "write_json", "load_json",
-           "load_recorded", "recorded_figure_png", "recorded_figure", "settings_dict", "legacy_settings", "numbers_differ", "check_recorded"]
+           "load_recorded", "recorded_figure_png", "recorded_figure", "settings_dict", "legacy_settings",
+           "numbers_differ", "check_recorded"]
 
 
 #: the key under which :func:`~eqlib.experiments.records.write_json` notes the non-finite
@@ -192,6 +193,12 @@ def load_json(path: str | os.PathLike, required: Sequence[str] = ("settings",)) 
     return record
 
 
+def _shipped(*parts: str):
+    """A file the package ships (``eqlib/<parts>``), through ``importlib.resources``: found
+    wherever eqlib is installed, whatever the working folder."""
+    return importlib.resources.files("eqlib").joinpath(*parts)
+
+
 #: the recorded runs the package ships in ``eqlib/recorded/``: file name -> the keys
 #: :func:`~eqlib.experiments.records.load_recorded` checks. ``gcnn_barrier_full.json`` is
 #: written there by ``benchmarks/gpu_check.sh`` and absent until a GPU session records it;
@@ -245,7 +252,7 @@ def load_recorded(name: str, missing_ok: bool = False) -> dict[str, Any] | None:
         raise TypeError(f"name must be a record's file name (a str), got {show(name)}")
     check_choice("name", name, tuple(RECORDS))
     missing_ok = check_bool("missing_ok", missing_ok)
-    resource = importlib.resources.files("eqlib").joinpath("recorded").joinpath(name)
+    resource = _shipped("recorded", name)
     if not resource.is_file():
         if missing_ok:
             return None
@@ -282,7 +289,7 @@ def recorded_figure_png(name: str) -> bytes:
     if not isinstance(name, str):
         raise TypeError(f"name must be a recorded figure's file name (a str), got {show(name)}")
     check_choice("name", name, RECORDED_FIGURES)
-    resource = importlib.resources.files("eqlib").joinpath("recorded", "figures", name)
+    resource = _shipped("recorded", "figures", name)
     if not resource.is_file():
         raise FileNotFoundError(f"the recorded figure {name!r} is not in this eqlib ({resource})")
     data = resource.read_bytes()
